@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Map value structs shared by the BPF programs (bpf/) and the daemon (src/).
+ * Nothing else belongs here: this is the on-bpffs layout, versioned by
+ * TCPBUF_LAYOUT_VERSION so a restarted daemon can tell whether pinned maps
+ * are its own.
+ */
+#ifndef TCPBUF_MAPS_H
+#define TCPBUF_MAPS_H
+
+#define TCPBUF_LAYOUT_VERSION	1
+
+/* Deepest cgroup level charged; deeper cgroups charge their ancestors up to here. */
+#define TCPBUF_MAX_DEPTH	16
+#define TCPBUF_MAX_CGROUPS	65536
+
+enum tcpbuf_mode {
+	TCPBUF_MODE_EXACT	= 1,	/* fentry/fexit on the kernel's sk_mem functions */
+	TCPBUF_MODE_SAMPLED	= 2,	/* per-socket footprint sampled at events + iter/tcp */
+};
+
+enum tcpbuf_state {
+	TCPBUF_STATE_NORMAL	= 0,
+	TCPBUF_STATE_PRESSURE	= 1,
+	TCPBUF_STATE_MAX	= 2,
+};
+
+/*
+ * Map "cgroup_usage", key: cgroup id (__u64, the inode of the cgroup v2 directory).
+ * Hierarchical, as memcg: a socket's pages are charged to its cgroup and every
+ * ancestor below the root.
+ */
+struct cgroup_usage {
+	__s64 usage_pages;	/* pages charged by TCP sockets in this subtree now */
+	__s64 peak_pages;	/* highest usage_pages seen since the entry was created */
+	__s64 sockets;		/* sockets in this subtree holding at least one page */
+	__u32 state;		/* enum tcpbuf_state, written by the enforcement side */
+	__u32 level;		/* depth of the cgroup below the v2 root (root = 0) */
+	__u64 failcnt;		/* segments refused because usage was at max */
+	__u64 pressure_events;	/* times the cgroup entered pressure */
+};
+
+/*
+ * Map "cgroup_limits", key: cgroup id. Written by the daemon only; absent = no limits.
+ * All values in pages; 0 means "not set".
+ */
+struct cgroup_limits {
+	__u64 limit_pages;	/* the administrator's ceiling */
+	__u64 min_pages;	/* leave pressure when usage falls below this */
+	__u64 pressure_pages;	/* enter pressure when usage reaches this */
+	__u64 max_pages;	/* usage must not pass this */
+};
+
+/*
+ * Socket local storage "sock_charge": what this socket has charged and to whom,
+ * so every uncharge goes back to the cgroup that was charged.
+ */
+struct sock_charge {
+	__u64 cgroup_id;	/* the cgroup charged (the socket's own cgroup) */
+	__s64 charged_pages;	/* pages currently charged by this socket */
+	__u32 capped;		/* buffer sizes were capped by tcpbufd */
+	__u32 user_locked;	/* the application set SO_*BUF itself: never restore */
+};
+
+/* Map "meta" (array, one entry): who owns the pinned maps. */
+struct tcpbuf_meta {
+	__u32 layout_version;	/* TCPBUF_LAYOUT_VERSION of the daemon that created the maps */
+	__u32 mode;		/* enum tcpbuf_mode of the running accounting */
+	__u64 build_id;		/* hash of the BPF objects that are attached */
+};
+
+#endif /* TCPBUF_MAPS_H */
