@@ -1,0 +1,104 @@
+# tcpbufd — per-cgroup TCP buffer memory limits with eBPF.
+# `make` builds everything quietly; `make V=1` shows the commands.
+
+VERSION      := 0.1.0
+ARCH         := x86
+CLANG        ?= clang-19
+LLVM_STRIP   ?= llvm-strip-19
+BPFTOOL      ?= bpftool
+CC           ?= gcc
+PKG_CONFIG   ?= pkg-config
+
+PREFIX       ?= /usr
+SBINDIR      ?= $(PREFIX)/sbin
+BINDIR       ?= $(PREFIX)/bin
+MANDIR       ?= $(PREFIX)/share/man
+SYSCONFDIR   ?= /etc
+UNITDIR      ?= $(shell $(PKG_CONFIG) --variable=systemdsystemunitdir systemd 2>/dev/null || echo /lib/systemd/system)
+DESTDIR      ?=
+
+OUT          := build
+# A committed vmlinux.h (as libbpf-tools does) keeps builds working on hosts
+# without BTF; CO-RE relocates the objects on 5.15 .. 6.18. `make vmlinux`
+# refreshes it from the running kernel.
+VMLINUX_H    := bpf/vmlinux/$(ARCH)/vmlinux.h
+
+ifeq ($(V),1)
+Q :=
+msg :=
+else
+Q := @
+msg = @printf '  %-8s %s\n' "$(1)" "$(2)";
+endif
+
+BPF_CFLAGS   := -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_$(ARCH) -Werror=undef \
+		-Wall -I$(OUT)/bpf -Iinclude -Ibpf -Ibpf/vmlinux/$(ARCH) $(BPF_EXTRA_CFLAGS)
+CFLAGS       ?= -O2 -g
+CFLAGS       += -std=gnu11 -Wall -Wextra -Werror -Iinclude -Isrc -I$(OUT) \
+		-DTCPBUFD_VERSION='"$(VERSION)"' \
+		$(shell $(PKG_CONFIG) --cflags libbpf inih libsystemd 2>/dev/null)
+LIBS_DAEMON  := $(shell $(PKG_CONFIG) --libs libbpf inih libsystemd 2>/dev/null || echo -lbpf -linih -lsystemd) -lelf -lz
+LIBS_CTL     :=
+
+BPF_OBJS     := account_exact account_sampled reconcile
+SKELS        := $(patsubst %,$(OUT)/%.skel.h,$(BPF_OBJS))
+
+DAEMON_SRCS  := src/tcpbufd.c src/loader.c src/cgroups.c src/bpffs.c src/log.c \
+		src/control.c src/commands.c src/limits.c src/status.c src/config.c src/size.c src/request.c src/dropin.c
+CTL_SRCS     := src/tcpbufctl.c src/request.c src/size.c
+
+.DELETE_ON_ERROR:
+.SECONDARY:
+.PHONY: all clean install uninstall check check-host check-vm vmlinux tests
+
+all: $(OUT)/tcpbufd $(OUT)/tcpbufctl
+
+$(OUT) $(OUT)/bpf:
+	$(Q)mkdir -p $@
+
+$(OUT)/bpf/%.tmp.o: bpf/%.bpf.c bpf/*.bpf.h include/tcpbuf_maps.h $(VMLINUX_H) | $(OUT)/bpf
+	$(call msg,BPF,$@)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+# bpftool gen object links the object (and strips nothing we need: BTF stays).
+$(OUT)/bpf/%.bpf.o: $(OUT)/bpf/%.tmp.o
+	$(call msg,GEN-OBJ,$@)
+	$(Q)$(BPFTOOL) gen object $@ $<
+
+$(OUT)/%.skel.h: $(OUT)/bpf/%.bpf.o
+	$(call msg,GEN-SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $* > $@
+
+# The repository's tcpbufd.conf is the documented default; the daemon embeds it.
+$(OUT)/default_conf.c: tcpbufd.conf | $(OUT)
+	$(call msg,EMBED,$@)
+	$(Q){ printf 'const char tcpbufd_default_conf[] = {'; od -An -v -tx1 $< | \
+		sed 's/ *\([0-9a-f][0-9a-f]\)/0x\1,/g'; printf '0x00};\n'; } > $@
+
+$(OUT)/tcpbufd: $(DAEMON_SRCS) $(OUT)/default_conf.c $(SKELS) src/*.h include/*.h
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(DAEMON_SRCS) $(OUT)/default_conf.c -o $@ $(LDFLAGS) $(LIBS_DAEMON)
+
+$(OUT)/tcpbufctl: $(CTL_SRCS) src/*.h
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(CTL_SRCS) -o $@ $(LDFLAGS) $(LIBS_CTL)
+
+vmlinux:
+	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $(VMLINUX_H)
+
+-include tests/tests.mk
+
+check: all tests
+	tests/run --mode $${TCPBUFD_MODE:-auto}
+
+install: all
+	install -D -m 0755 $(OUT)/tcpbufd $(DESTDIR)$(SBINDIR)/tcpbufd
+	install -D -m 0755 $(OUT)/tcpbufctl $(DESTDIR)$(BINDIR)/tcpbufctl
+	[ -e $(DESTDIR)$(SYSCONFDIR)/tcpbufd.conf ] || \
+		install -D -m 0644 tcpbufd.conf $(DESTDIR)$(SYSCONFDIR)/tcpbufd.conf
+
+uninstall:
+	rm -f $(DESTDIR)$(SBINDIR)/tcpbufd $(DESTDIR)$(BINDIR)/tcpbufctl
+
+clean:
+	rm -rf $(OUT) tests/bin

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Sampled accounting, for kernels that refuse trampolines (fentry/fexit):
+ * at a few per-syscall and per-socket tracepoints, set the socket's charge to
+ * its footprint (forward_alloc + wmem_queued + rmem_alloc, the pages the
+ * kernel holds for it). Between samples, iter/tcp (reconcile.bpf.c) brings
+ * every socket up to date. No per-packet hook runs here: growth of a stalled
+ * receiver's queue is seen at the next reconcile.
+ */
+#include "charge.bpf.h"
+#include <bpf/bpf_tracing.h>
+
+char LICENSE[] SEC("license") = "GPL";
+
+/* Kernel >= 6.3: fires at the end of every sendmsg/recvmsg, so the sample
+ * already includes what that call queued or freed. */
+SEC("tp_btf/sock_send_length")
+int BPF_PROG(send_length, struct sock *sk, int ret, int flags)
+{
+	sample_socket(sk);
+	return 0;
+}
+
+SEC("tp_btf/sock_recv_length")
+int BPF_PROG(recv_length, struct sock *sk, int ret, int flags)
+{
+	sample_socket(sk);
+	return 0;
+}
+
+/* Every TCP socket passes tcp_v4_destroy_sock (v6 calls it too). What it
+ * still holds is freed right after, so give it all back now: nothing else
+ * would ever see this socket again. */
+SEC("tp_btf/tcp_destroy_sock")
+int BPF_PROG(destroy_sock, struct sock *sk)
+{
+	sample_socket_to(sk, 0);
+	return 0;
+}

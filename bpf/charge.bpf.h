@@ -1,0 +1,171 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Charging pages to a socket and to its cgroup hierarchy. Both accounting
+ * modes end here: exact mode with the page counts the kernel charges,
+ * sampled mode with the difference between the socket's footprint now and
+ * what it had charged before.
+ *
+ * The socket's own fields are read with plain CO-RE accesses on the BTF
+ * pointer every program type here hands us. The cgroup walk goes through
+ * BPF_CORE_READ instead: the verifier will not let a css pointer be treated
+ * as the struct cgroup that contains it.
+ */
+#ifndef TCPBUF_CHARGE_BPF_H
+#define TCPBUF_CHARGE_BPF_H
+
+#include "tcpbuf_maps.bpf.h"
+#include <bpf/bpf_core_read.h>
+
+#define TCPBUF_PAGE_SHIFT	12
+#define TCPBUF_PAGE_SIZE	(1 << TCPBUF_PAGE_SHIFT)
+
+#ifndef AF_INET
+#define AF_INET		2
+#define AF_INET6	10
+#endif
+#define SOCK_STREAM_TYPE	1
+#define IPPROTO_TCP_PROTO	6
+
+static __always_inline bool sk_is_tcp(const struct sock *sk)
+{
+	__u16 family = sk->__sk_common.skc_family;
+
+	return sk->sk_protocol == IPPROTO_TCP_PROTO && sk->sk_type == SOCK_STREAM_TYPE &&
+	       (family == AF_INET || family == AF_INET6);
+}
+
+static __always_inline struct cgroup *sk_cgroup(const struct sock *sk)
+{
+	return sk->sk_cgrp_data.cgroup;
+}
+
+static __always_inline __u64 cgroup_id_of(const struct cgroup *cg)
+{
+	return BPF_CORE_READ(cg, kn, id);
+}
+
+/* The bytes the kernel holds for this socket: what sock_diag reports as
+ * forward_alloc + wmem_queued + rmem_alloc, and what memcg charges it for. */
+static __always_inline __s64 sk_footprint_pages(const struct sock *sk)
+{
+	__s64 bytes = (__s64)sk->sk_forward_alloc + sk->sk_wmem_queued +
+		      sk->sk_backlog.rmem_alloc.counter;
+
+	if (bytes <= 0)
+		return 0;
+	return (bytes + TCPBUF_PAGE_SIZE - 1) >> TCPBUF_PAGE_SHIFT;
+}
+
+static __always_inline void charge_one_cgroup(__u64 id, __u32 level, __s64 pages,
+					      __s64 sockets)
+{
+	struct cgroup_usage *usage, fresh = { .level = level };
+	__s64 now;
+
+	usage = bpf_map_lookup_elem(&cgroup_usage, &id);
+	if (!usage) {
+		if (pages <= 0)
+			return; /* never create an entry to uncharge from */
+		bpf_map_update_elem(&cgroup_usage, &id, &fresh, BPF_NOEXIST);
+		usage = bpf_map_lookup_elem(&cgroup_usage, &id);
+		if (!usage)
+			return;
+	}
+	now = __sync_fetch_and_add(&usage->usage_pages, pages) + pages;
+	if (sockets)
+		__sync_fetch_and_add(&usage->sockets, sockets);
+	/* A lost race only under-reports the peak by one concurrent charge. */
+	if (now > usage->peak_pages)
+		usage->peak_pages = now;
+}
+
+/* Charge the socket's cgroup and every ancestor below the root, as memcg does:
+ * parents' usage includes their children's. */
+static __always_inline void charge_hierarchy(const struct sock *sk, __s64 pages,
+					     __s64 sockets)
+{
+	struct cgroup *cg = sk_cgroup(sk);
+	int i;
+
+	for (i = 0; i < TCPBUF_MAX_DEPTH && cg; i++) {
+		int level = BPF_CORE_READ(cg, level);
+
+		if (level <= 0)
+			break;
+		charge_one_cgroup(cgroup_id_of(cg), level, pages, sockets);
+		/* struct cgroup starts with its css: the parent css is the parent cgroup. */
+		cg = (struct cgroup *)BPF_CORE_READ(cg, self.parent);
+	}
+}
+
+static __always_inline struct sock_charge *sock_charge_get(struct sock *sk, bool create)
+{
+	struct sock_charge *sc;
+
+	sc = bpf_sk_storage_get(&sock_charge, sk, NULL,
+				create ? BPF_SK_STORAGE_GET_F_CREATE : 0);
+	if (sc && create && !sc->cgroup_id) {
+		struct cgroup *cg = sk_cgroup(sk);
+
+		if (cg)
+			sc->cgroup_id = cgroup_id_of(cg);
+	}
+	return sc;
+}
+
+/* Apply a charge of @pages (negative: uncharge) that moved the socket from
+ * @before to @before + @pages charged pages. */
+static __always_inline void charge_apply(struct sock *sk, __s64 before, __s64 pages)
+{
+	__s64 after = before + pages;
+	__s64 sockets = 0;
+
+	if (before <= 0 && after > 0)
+		sockets = 1;
+	else if (before > 0 && after <= 0)
+		sockets = -1;
+	charge_hierarchy(sk, pages, sockets);
+}
+
+/* Exact mode: the kernel charged (@pages > 0) or uncharged (@pages < 0) pages. */
+static __always_inline void charge_socket(struct sock *sk, __s64 pages)
+{
+	struct sock_charge *sc;
+	__s64 before;
+
+	if (!pages || !sk_is_tcp(sk))
+		return;
+	sc = sock_charge_get(sk, pages > 0);
+	if (!sc)
+		return; /* uncharge of pages charged before tcpbufd started: not ours */
+	if (pages < 0 && -pages > sc->charged_pages)
+		pages = -sc->charged_pages; /* never uncharge what was not charged here */
+	if (!pages)
+		return;
+	before = __sync_fetch_and_add(&sc->charged_pages, pages);
+	charge_apply(sk, before, pages);
+}
+
+/* Sampled mode: make the socket's charge equal its footprint now. The exchange
+ * makes concurrent samplers of one socket apply consistent deltas. */
+static __always_inline void sample_socket_to(struct sock *sk, __s64 target)
+{
+	struct sock_charge *sc;
+	__s64 before;
+
+	if (!sk_is_tcp(sk))
+		return;
+	sc = sock_charge_get(sk, target > 0);
+	if (!sc)
+		return;
+	before = __sync_lock_test_and_set(&sc->charged_pages, target);
+	if (before != target)
+		charge_apply(sk, before, target - before);
+}
+
+static __always_inline void sample_socket(struct sock *sk)
+{
+	sample_socket_to(sk, sk_footprint_pages(sk));
+}
+
+#endif /* TCPBUF_CHARGE_BPF_H */

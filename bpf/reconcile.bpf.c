@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Walk every TCP socket and set its charge to its footprint. In sampled mode
+ * the daemon runs this periodically and before it answers status; in exact
+ * mode it runs once at a fresh start, to adopt the sockets that existed
+ * before the fentry/fexit hooks were attached.
+ */
+#include "charge.bpf.h"
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define TCP_TIME_WAIT	6
+#define TCP_NEW_SYN_RECV 12
+
+SEC("iter/tcp")
+int reconcile_tcp(struct bpf_iter__tcp *ctx)
+{
+	struct sock_common *skc = ctx->sk_common;
+	struct tcp_sock *tp;
+
+	if (!skc)
+		return 0;
+	/* Time-wait and request sockets hold no buffers and are not full sockets. */
+	if (skc->skc_state == TCP_TIME_WAIT || skc->skc_state == TCP_NEW_SYN_RECV)
+		return 0;
+	tp = bpf_skc_to_tcp_sock(skc);
+	if (!tp)
+		return 0;
+	sample_socket((struct sock *)tp);
+	return 0;
+}

@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * What each control-socket command does, and who may do it. The model of the
+ * 2011 design: the administrator sets only the ceiling; inside it, a container
+ * picks its own three thresholds.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include "daemon.h"
+#include "log.h"
+#include "status.h"
+
+#define CAP_NET_ADMIN_BIT 12
+
+static bool same_user_ns(pid_t pid)
+{
+	char path[64];
+	struct stat a, b;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/user", pid);
+	return !stat(path, &a) && !stat("/proc/self/ns/user", &b) && a.st_ino == b.st_ino;
+}
+
+static bool has_net_admin(pid_t pid)
+{
+	char path[64], line[256];
+	unsigned long long caps = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &caps) == 1)
+			break;
+	fclose(f);
+	return caps & (1ULL << CAP_NET_ADMIN_BIT);
+}
+
+/* Root, or CAP_NET_ADMIN in the initial user namespace. */
+static bool peer_is_admin(const struct peer *p)
+{
+	return same_user_ns(p->pid) && (p->uid == 0 || has_net_admin(p->pid));
+}
+
+/* The peer's cgroup v2 path, from the "0::" line of /proc/PID/cgroup. */
+static int peer_cgroup(const struct peer *p, char *buf, size_t len)
+{
+	char path[64], line[PATH_MAX + 8];
+	int err = -ENOENT;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", p->pid);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (strncmp(line, "0::", 3))
+			continue;
+		line[strcspn(line, "\n")] = '\0';
+		if (snprintf(buf, len, "%s", line + 3) < (int)len)
+			err = 0;
+		break;
+	}
+	fclose(f);
+	return err;
+}
+
+static bool path_within(const char *path, const char *top)
+{
+	size_t n = strlen(top);
+
+	if (!strcmp(top, "/"))
+		return true;
+	return !strncmp(path, top, n) && (path[n] == '\0' || path[n] == '/');
+}
+
+/* A non-admin peer may act on its own cgroup and its descendants only. */
+static int check_scope(const struct peer *p, const char *rel, char *err, size_t errlen)
+{
+	char own[PATH_MAX];
+
+	if (peer_is_admin(p))
+		return 0;
+	if (peer_cgroup(p, own, sizeof(own))) {
+		snprintf(err, errlen, "permission denied: cannot tell the caller's cgroup");
+		return 1;
+	}
+	if (!path_within(rel, own)) {
+		snprintf(err, errlen, "permission denied: %s is outside the caller's cgroup %s",
+			 rel, own);
+		return 1;
+	}
+	return 0;
+}
+
+static int resolve(struct daemon *d, const char *arg, char *rel, size_t len, char *err,
+		   size_t errlen)
+{
+	uint64_t id;
+	int r = cgroup_resolve(&d->tree, arg, rel, len, &id);
+
+	if (r)
+		snprintf(err, errlen, "%s: no such cgroup below %s: %s", arg, d->tree.mount,
+			 strerror(-r));
+	return r ? 1 : 0;
+}
+
+static int cmd_status(struct daemon *d, const struct request *req, const struct peer *p,
+		      FILE *out, char *err, size_t errlen)
+{
+	struct status_rows rows;
+	char own[PATH_MAX], rels[8][PATH_MAX];
+	char *filters[8];
+	size_t n = 0, i;
+	int r;
+
+	if (loader_mode(d->bpf) == TCPBUF_MODE_SAMPLED)
+		loader_reconcile(d->bpf); /* a status is a sample too */
+	cgroup_tree_scan(&d->tree);
+	for (i = 0; i < req->n_cgroups && n < 8; i++) {
+		if (resolve(d, req->cgroups[i], rels[n], sizeof(rels[n]), err, errlen))
+			return 1;
+		if (check_scope(p, rels[n], err, errlen))
+			return 1;
+		filters[n] = rels[n];
+		n++;
+	}
+	if (!n && !peer_is_admin(p)) {
+		/* Others see their own subtree only. */
+		if (peer_cgroup(p, own, sizeof(own))) {
+			snprintf(err, errlen, "permission denied: cannot tell the caller's cgroup");
+			return 1;
+		}
+		filters[n++] = own;
+	}
+	r = status_collect(loader_usage_fd(d->bpf), loader_limits_fd(d->bpf), &d->tree, &rows);
+	if (r) {
+		snprintf(err, errlen, "status: %s", strerror(-r));
+		return 1;
+	}
+	status_filter(&rows, filters, n);
+	if (req->json)
+		status_print_json(out, &rows, tcpbuf_mode_name(loader_mode(d->bpf)));
+	else
+		status_print_table(out, &rows, tcpbuf_mode_name(loader_mode(d->bpf)));
+	status_rows_free(&rows);
+	return 0;
+}
+
+static int cmd_set_limit(struct daemon *d, const struct request *req, const struct peer *p,
+			 char *err, size_t errlen)
+{
+	char rel[PATH_MAX];
+
+	if (!peer_is_admin(p)) {
+		snprintf(err, errlen, "permission denied: only the administrator sets ceilings");
+		return 1;
+	}
+	if (resolve(d, req->cgroups[0], rel, sizeof(rel), err, errlen))
+		return 1;
+	if (dropin_write_limit(d->cfg.dropin_dir, rel, req->limit_pages, err, errlen))
+		return 1;
+	if (daemon_reload(d, err, errlen)) {
+		dropin_remove(d->cfg.dropin_dir, rel, NULL, 0);
+		daemon_reload(d, NULL, 0);
+		return 1;
+	}
+	log_info("%s: ceiling set to %llu pages by uid %u", rel,
+		 (unsigned long long)req->limit_pages, p->uid);
+	return 0;
+}
+
+static int thresholds_store(struct daemon *d, const char *rel, const struct request *req,
+			    bool remove, char *err, size_t errlen)
+{
+	struct thresholds_entry *t = malloc((d->n_thresholds + 1) * sizeof(*t));
+	size_t n = 0, i;
+	int r;
+
+	if (!t) {
+		snprintf(err, errlen, "out of memory");
+		return 1;
+	}
+	for (i = 0; i < d->n_thresholds; i++)
+		if (strcmp(d->thresholds[i].path, rel))
+			t[n++] = d->thresholds[i];
+	if (!remove) {
+		t[n] = (struct thresholds_entry){ .min_pages = req->min_pages,
+						  .pressure_pages = req->pressure_pages,
+						  .max_pages = req->max_pages };
+		snprintf(t[n].path, sizeof(t[n].path), "%s", rel);
+		n++;
+	}
+	r = thresholds_save(d->cfg.state_dir, t, n, err, errlen);
+	if (r) {
+		free(t);
+		return 1;
+	}
+	free(d->thresholds);
+	d->thresholds = t;
+	d->n_thresholds = n;
+	return 0;
+}
+
+static int cmd_set(struct daemon *d, const struct request *req, const struct peer *p, char *err,
+		   size_t errlen)
+{
+	const struct cgroup_rule *rule;
+	char rel[PATH_MAX];
+	uint64_t ceiling;
+
+	if (resolve(d, req->cgroups[0], rel, sizeof(rel), err, errlen) ||
+	    check_scope(p, rel, err, errlen))
+		return 1;
+	rule = config_match(&d->cfg, rel);
+	ceiling = rule ? rule->limit_pages : d->cfg.default_limit_pages;
+	if (!ceiling) {
+		snprintf(err, errlen, "%s: no ceiling set; the administrator sets one with set-limit",
+			 rel);
+		return 1;
+	}
+	if (req->max_pages > ceiling) {
+		snprintf(err, errlen, "%s: MAX %llu pages is above the ceiling of %llu pages", rel,
+			 (unsigned long long)req->max_pages, (unsigned long long)ceiling);
+		return 1;
+	}
+	if (thresholds_store(d, rel, req, false, err, errlen))
+		return 1;
+	log_info("%s: thresholds min %llu pressure %llu max %llu pages set by uid %u", rel,
+		 (unsigned long long)req->min_pages, (unsigned long long)req->pressure_pages,
+		 (unsigned long long)req->max_pages, p->uid);
+	return limits_apply(d) ? 1 : 0;
+}
+
+static int cmd_unset(struct daemon *d, const struct request *req, const struct peer *p, char *err,
+		     size_t errlen)
+{
+	char rel[PATH_MAX];
+	bool admin = peer_is_admin(p);
+
+	if (resolve(d, req->cgroups[0], rel, sizeof(rel), err, errlen) ||
+	    check_scope(p, rel, err, errlen))
+		return 1;
+	if (thresholds_store(d, rel, req, true, err, errlen))
+		return 1;
+	/* Only the administrator removes a ceiling; a container's unset only
+	 * drops its own thresholds and falls back to the ceiling's defaults. */
+	if (admin) {
+		if (dropin_remove(d->cfg.dropin_dir, rel, err, errlen))
+			return 1;
+		if (daemon_reload(d, err, errlen))
+			return 1;
+	}
+	log_info("%s: %s removed by uid %u", rel, admin ? "limits" : "thresholds", p->uid);
+	return limits_apply(d) ? 1 : 0;
+}
+
+int commands_handle(void *ctx, const struct request *req, const struct peer *peer, FILE *out,
+		    char *err, size_t errlen)
+{
+	struct daemon *d = ctx;
+
+	switch (req->cmd) {
+	case REQ_STATUS:
+		return cmd_status(d, req, peer, out, err, errlen);
+	case REQ_SET_LIMIT:
+		return cmd_set_limit(d, req, peer, err, errlen);
+	case REQ_SET:
+		return cmd_set(d, req, peer, err, errlen);
+	case REQ_UNSET:
+		return cmd_unset(d, req, peer, err, errlen);
+	case REQ_RELOAD:
+		if (!peer_is_admin(peer)) {
+			snprintf(err, errlen, "permission denied: only the administrator reloads");
+			return 1;
+		}
+		return daemon_reload(d, err, errlen) ? 1 : 0;
+	case REQ_METRICS:
+		snprintf(err, errlen, "metrics: not implemented yet");
+		return 1;
+	}
+	snprintf(err, errlen, "unknown command");
+	return 2;
+}

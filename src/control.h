@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The control socket: one request per connection (see request.h for the
+ * wire format), answered with an exit-status line and a body.
+ */
+#ifndef TCPBUF_CONTROL_H
+#define TCPBUF_CONTROL_H
+
+#include <stdio.h>
+#include <sys/types.h>
+#include "request.h"
+
+struct peer {
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+};
+
+/* Runs one parsed request; writes output to @out or one line to @err.
+ * Returns the exit status for the client: 0 done, 1 refused/failed, 2 usage. */
+typedef int (*control_handler)(void *ctx, const struct request *req, const struct peer *peer,
+			       FILE *out, char *err, size_t errlen);
+
+int control_listen(const char *path, unsigned mode, const char *group);
+void control_close(int fd, const char *path);
+/* Accept and answer one pending connection on the listening socket. */
+int control_serve(int listen_fd, control_handler handler, void *ctx);
+
+#endif

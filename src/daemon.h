@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* The running daemon's state, shared by the event loop and the commands. */
+#ifndef TCPBUF_DAEMON_H
+#define TCPBUF_DAEMON_H
+
+#include <stdbool.h>
+#include "cgroups.h"
+#include "config.h"
+#include "dropin.h"
+#include "loader.h"
+
+struct daemon {
+	const char *config_path;	/* -c, or the default path */
+	bool config_is_default;		/* no -c: a missing file means the embedded default */
+	const char *pin_path_arg;	/* command-line overrides of the config */
+	const char *socket_arg;
+	const char *mode_arg;
+	struct config cfg;
+	struct tcpbuf_bpf *bpf;
+	struct cgroup_tree tree;
+	struct thresholds_entry *thresholds;	/* chosen by containers with `set` */
+	size_t n_thresholds;
+	int ctl_fd;
+	unsigned limited_cgroups;
+};
+
+const char *daemon_pin_path(const struct daemon *d);
+const char *daemon_socket_path(const struct daemon *d);
+
+/* Write the limits of every existing cgroup into the limits map. */
+int limits_apply(struct daemon *d);
+/* Re-read the config files; all or nothing. */
+int daemon_reload(struct daemon *d, char *err, size_t errlen);
+
+int commands_handle(void *ctx, const struct request *req, const struct peer *peer, FILE *out,
+		    char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,409 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Pin layout under the pin path:
+ *   cgroup_usage cgroup_limits sock_charge meta   maps (BTF, named fields)
+ *   links/<program>                                 one link per attached program
+ * The links keep the programs attached while no daemon runs, so counters
+ * keep counting across restarts; a restart of the same build adopts them.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "account_exact.skel.h"
+#include "account_sampled.skel.h"
+#include "reconcile.skel.h"
+#include "bpffs.h"
+#include "loader.h"
+#include "log.h"
+
+struct tcpbuf_bpf {
+	enum tcpbuf_mode mode;
+	bool adopted;
+	int usage_fd, limits_fd, meta_fd;
+	int reconcile_link_fd;
+	char pin_path[PATH_MAX];
+};
+
+static const char *const exact_links[] = {
+	"raise_allocated", "reduce_allocated",
+#ifndef TCPBUF_BREAK_FORCED_HOOK
+	"forced_mem_schedule",
+#endif
+};
+static const char *const sampled_links[] = { "send_length", "recv_length", "destroy_sock" };
+
+const char *tcpbuf_mode_name(enum tcpbuf_mode mode)
+{
+	return mode == TCPBUF_MODE_EXACT ? "exact" : mode == TCPBUF_MODE_SAMPLED ? "sampled" : "none";
+}
+
+static bool probing; /* a refused probe is an answer, not an error to print */
+
+static int libbpf_print_fn(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	if (probing && log_max_level < LOG_DEBUG)
+		return 0;
+	if (level == LIBBPF_DEBUG && log_max_level < LOG_DEBUG)
+		return 0;
+	if (level != LIBBPF_WARN && log_max_level < LOG_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, args);
+}
+
+/* FNV-1a over the embedded objects: a restart adopts pinned programs only
+ * when they are byte-for-byte the ones this binary would load. */
+static __u64 build_id(void)
+{
+	const void *(*objs[])(size_t *) = {
+		account_exact__elf_bytes, account_sampled__elf_bytes, reconcile__elf_bytes,
+	};
+	__u64 h = 0xcbf29ce484222325ULL;
+	size_t i, j, sz;
+
+	for (i = 0; i < sizeof(objs) / sizeof(objs[0]); i++) {
+		const unsigned char *p = objs[i](&sz);
+
+		for (j = 0; j < sz; j++)
+			h = (h ^ p[j]) * 0x100000001b3ULL;
+	}
+	return h;
+}
+
+static int pin_file(char *buf, size_t len, const char *pin_path, const char *sub, const char *name)
+{
+	int n = snprintf(buf, len, "%s/%s%s", pin_path, sub, name);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+static int obj_get(const char *pin_path, const char *sub, const char *name)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (pin_file(path, sizeof(path), pin_path, sub, name))
+		return -ENAMETOOLONG;
+	fd = bpf_obj_get(path);
+	return fd < 0 ? -errno : fd;
+}
+
+static int links_present(const char *pin_path, const char *const *names, size_t n)
+{
+	char path[PATH_MAX];
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		if (pin_file(path, sizeof(path), pin_path, "links/", names[i]) || access(path, F_OK))
+			return 0;
+	}
+	return 1;
+}
+
+/* Adopt what a previous run of this very build left pinned. Returns 1 when
+ * adopted, 0 when there is nothing (usable) to adopt, negative on error. */
+static int try_adopt(struct tcpbuf_bpf *bpf, enum tcpbuf_mode wanted)
+{
+	struct tcpbuf_meta m = {};
+	__u32 zero = 0;
+	int fd;
+
+	fd = obj_get(bpf->pin_path, "", "meta");
+	if (fd < 0)
+		return 0;
+	if (bpf_map_lookup_elem(fd, &zero, &m) || m.layout_version != TCPBUF_LAYOUT_VERSION ||
+	    m.build_id != build_id()) {
+		log_info("%s: pinned objects are from another build (layout %u); replacing them",
+			 bpf->pin_path, m.layout_version);
+		close(fd);
+		return 0;
+	}
+	if ((wanted && m.mode != wanted) ||
+	    (m.mode == TCPBUF_MODE_EXACT &&
+	     !links_present(bpf->pin_path, exact_links, sizeof(exact_links) / sizeof(*exact_links))) ||
+	    (m.mode == TCPBUF_MODE_SAMPLED &&
+	     !links_present(bpf->pin_path, sampled_links, sizeof(sampled_links) / sizeof(*sampled_links)))) {
+		log_info("%s: pinned programs run %s mode or are incomplete; replacing them",
+			 bpf->pin_path, tcpbuf_mode_name(m.mode));
+		close(fd);
+		return 0;
+	}
+	bpf->meta_fd = fd;
+	bpf->usage_fd = obj_get(bpf->pin_path, "", "cgroup_usage");
+	bpf->limits_fd = obj_get(bpf->pin_path, "", "cgroup_limits");
+	bpf->reconcile_link_fd = obj_get(bpf->pin_path, "links/", "reconcile_tcp");
+	if (bpf->usage_fd < 0 || bpf->limits_fd < 0 || bpf->reconcile_link_fd < 0) {
+		log_info("%s: pinned maps incomplete; replacing them", bpf->pin_path);
+		return 0;
+	}
+	bpf->mode = m.mode;
+	bpf->adopted = true;
+	return 1;
+}
+
+static int pin_link(struct tcpbuf_bpf *bpf, struct bpf_link *link, const char *name)
+{
+	char path[PATH_MAX];
+	int err;
+
+	err = pin_file(path, sizeof(path), bpf->pin_path, "links/", name);
+	if (!err)
+		err = bpf_link__pin(link, path);
+	if (err)
+		log_err("cannot pin link %s: %s", path, strerror(-err));
+	return err;
+}
+
+/* Attach every program of @obj and pin its link under links/<program name>. */
+static int attach_and_pin(struct tcpbuf_bpf *bpf, struct bpf_object *obj)
+{
+	struct bpf_program *prog;
+	int err;
+
+	bpf_object__for_each_program(prog, obj) {
+		struct bpf_link *link = bpf_program__attach(prog);
+
+		if (!link) {
+			err = -errno;
+			log_err("cannot attach %s: %s", bpf_program__name(prog), strerror(-err));
+			return err;
+		}
+		err = pin_link(bpf, link, bpf_program__name(prog));
+		if (!err && !strcmp(bpf_program__name(prog), "reconcile_tcp"))
+			bpf->reconcile_link_fd = dup(bpf_link__fd(link));
+		/* The pin holds the attachment; our reference is not needed. */
+		bpf_link__destroy(link);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static struct bpf_object_open_opts open_opts(struct tcpbuf_bpf *bpf)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, o, .pin_root_path = bpf->pin_path);
+	return o;
+}
+
+static int load_exact(struct tcpbuf_bpf *bpf)
+{
+	struct bpf_object_open_opts o = open_opts(bpf);
+	struct account_exact *skel;
+	int err;
+
+	skel = account_exact__open_opts(&o);
+	if (!skel)
+		return -errno;
+	err = account_exact__load(skel);
+	if (!err)
+		err = attach_and_pin(bpf, skel->obj);
+	account_exact__destroy(skel);
+	return err;
+}
+
+static int load_sampled(struct tcpbuf_bpf *bpf)
+{
+	struct bpf_object_open_opts o = open_opts(bpf);
+	struct account_sampled *skel;
+	int err;
+
+	skel = account_sampled__open_opts(&o);
+	if (!skel)
+		return -errno;
+	err = account_sampled__load(skel);
+	if (!err)
+		err = attach_and_pin(bpf, skel->obj);
+	account_sampled__destroy(skel);
+	if (err)
+		log_err("cannot load sampled accounting: %s", strerror(-err));
+	return err;
+}
+
+/* The reconcile object is loaded first, so it creates the pinned maps the
+ * accounting objects then reuse; it also hands us the map fds. */
+static int load_reconcile(struct tcpbuf_bpf *bpf)
+{
+	struct bpf_object_open_opts o = open_opts(bpf);
+	struct reconcile *skel;
+	int err;
+
+	skel = reconcile__open_opts(&o);
+	if (!skel)
+		return -errno;
+	err = reconcile__load(skel);
+	if (err) {
+		log_err("cannot load reconcile program: %s", strerror(-err));
+		goto out;
+	}
+	bpf->usage_fd = dup(bpf_map__fd(skel->maps.cgroup_usage));
+	bpf->limits_fd = dup(bpf_map__fd(skel->maps.cgroup_limits));
+	bpf->meta_fd = dup(bpf_map__fd(skel->maps.meta));
+	err = attach_and_pin(bpf, skel->obj);
+out:
+	reconcile__destroy(skel);
+	return err;
+}
+
+static bool trampoline_probe(void)
+{
+	struct account_exact *skel;
+	struct bpf_map *map;
+	int err;
+
+	skel = account_exact__open();
+	if (!skel)
+		return false;
+	/* No map pinning here: the probe must leave nothing behind. */
+	bpf_object__for_each_map(map, skel->obj)
+		bpf_map__set_pin_path(map, NULL);
+	probing = true;
+	err = account_exact__load(skel);
+	probing = false;
+	account_exact__destroy(skel);
+	if (err)
+		log_debug("fentry/fexit probe: %s", strerror(-err));
+	return err == 0;
+}
+
+bool bpf_trampoline_supported(void)
+{
+	static int cached = -1;
+
+	if (cached < 0)
+		cached = trampoline_probe();
+	return cached;
+}
+
+static enum tcpbuf_mode mode_parse(const char *s)
+{
+	if (!s || !strcmp(s, "auto"))
+		return 0;
+	if (!strcmp(s, "exact"))
+		return TCPBUF_MODE_EXACT;
+	if (!strcmp(s, "sampled"))
+		return TCPBUF_MODE_SAMPLED;
+	return -1;
+}
+
+static int fresh_start(struct tcpbuf_bpf *bpf, enum tcpbuf_mode wanted)
+{
+	struct tcpbuf_meta m = { .layout_version = TCPBUF_LAYOUT_VERSION, .build_id = build_id() };
+	char links[PATH_MAX];
+	__u32 zero = 0;
+	int err;
+
+	bpffs_remove_tree(bpf->pin_path);
+	err = bpffs_ensure(bpf->pin_path);
+	if (!err && pin_file(links, sizeof(links), bpf->pin_path, "", "links") == 0 &&
+	    mkdir(links, 0700) && errno != EEXIST)
+		err = -errno;
+	if (err) {
+		log_err("%s: cannot prepare pin path: %s", bpf->pin_path, strerror(-err));
+		return err;
+	}
+	err = load_reconcile(bpf);
+	if (err)
+		return err;
+
+	if (wanted != TCPBUF_MODE_SAMPLED) {
+		if (bpf_trampoline_supported()) {
+			err = load_exact(bpf);
+			if (err) {
+				log_err("cannot attach exact accounting: %s", strerror(-err));
+				return err;
+			}
+			bpf->mode = TCPBUF_MODE_EXACT;
+		} else if (wanted == TCPBUF_MODE_EXACT) {
+			log_err("exact mode requested, but this kernel refuses fentry/fexit programs");
+			return -EOPNOTSUPP;
+		} else {
+			log_info("this kernel refuses fentry/fexit programs; falling back to sampled accounting");
+		}
+	}
+	if (!bpf->mode) {
+		err = load_sampled(bpf);
+		if (err)
+			return err;
+		bpf->mode = TCPBUF_MODE_SAMPLED;
+	}
+	m.mode = bpf->mode;
+	if (bpf_map_update_elem(bpf->meta_fd, &zero, &m, BPF_ANY))
+		return -errno;
+	/* Sockets that existed before the hooks were attached: adopt their footprint. */
+	return loader_reconcile(bpf);
+}
+
+int loader_start(const struct loader_opts *opts, struct tcpbuf_bpf **out)
+{
+	struct tcpbuf_bpf *bpf;
+	int wanted = mode_parse(opts->mode);
+	int err;
+
+	if (wanted < 0)
+		return -EINVAL;
+	bpf = calloc(1, sizeof(*bpf));
+	if (!bpf)
+		return -ENOMEM;
+	bpf->usage_fd = bpf->limits_fd = bpf->meta_fd = bpf->reconcile_link_fd = -1;
+	snprintf(bpf->pin_path, sizeof(bpf->pin_path), "%s", opts->pin_path);
+	libbpf_set_print(libbpf_print_fn);
+
+	err = try_adopt(bpf, wanted);
+	if (err == 0) {
+		loader_close(bpf);
+		bpf = calloc(1, sizeof(*bpf));
+		if (!bpf)
+			return -ENOMEM;
+		bpf->usage_fd = bpf->limits_fd = bpf->meta_fd = bpf->reconcile_link_fd = -1;
+		snprintf(bpf->pin_path, sizeof(bpf->pin_path), "%s", opts->pin_path);
+		err = fresh_start(bpf, wanted);
+	} else if (err > 0) {
+		err = 0;
+	}
+	if (err) {
+		loader_close(bpf);
+		return err;
+	}
+	*out = bpf;
+	return 0;
+}
+
+int loader_reconcile(struct tcpbuf_bpf *bpf)
+{
+	char buf[64];
+	int fd, n;
+
+	fd = bpf_iter_create(bpf->reconcile_link_fd);
+	if (fd < 0)
+		return -errno;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		;
+	n = n < 0 ? -errno : 0;
+	close(fd);
+	return n;
+}
+
+void loader_close(struct tcpbuf_bpf *bpf)
+{
+	if (!bpf)
+		return;
+	if (bpf->usage_fd >= 0)
+		close(bpf->usage_fd);
+	if (bpf->limits_fd >= 0)
+		close(bpf->limits_fd);
+	if (bpf->meta_fd >= 0)
+		close(bpf->meta_fd);
+	if (bpf->reconcile_link_fd >= 0)
+		close(bpf->reconcile_link_fd);
+	free(bpf);
+}
+
+enum tcpbuf_mode loader_mode(const struct tcpbuf_bpf *bpf) { return bpf->mode; }
+bool loader_adopted(const struct tcpbuf_bpf *bpf) { return bpf->adopted; }
+int loader_usage_fd(const struct tcpbuf_bpf *bpf) { return bpf->usage_fd; }
+int loader_limits_fd(const struct tcpbuf_bpf *bpf) { return bpf->limits_fd; }

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Loads, attaches and pins tcpbufd's BPF programs, or adopts the ones a
+ * previous daemon left pinned. The only file that sees libbpf types.
+ */
+#ifndef TCPBUF_LOADER_H
+#define TCPBUF_LOADER_H
+
+#include <stdbool.h>
+#include "tcpbuf_maps.h"
+
+struct tcpbuf_bpf;
+
+struct loader_opts {
+	const char *pin_path;	/* bpffs directory for maps and links */
+	const char *mode;	/* "auto", "exact" or "sampled" */
+};
+
+int loader_start(const struct loader_opts *opts, struct tcpbuf_bpf **out);
+void loader_close(struct tcpbuf_bpf *bpf);
+
+enum tcpbuf_mode loader_mode(const struct tcpbuf_bpf *bpf);
+const char *tcpbuf_mode_name(enum tcpbuf_mode mode);
+bool loader_adopted(const struct tcpbuf_bpf *bpf);
+int loader_usage_fd(const struct tcpbuf_bpf *bpf);
+int loader_limits_fd(const struct tcpbuf_bpf *bpf);
+
+/* Bring every TCP socket's charge up to its footprint now (iter/tcp). */
+int loader_reconcile(struct tcpbuf_bpf *bpf);
+
+/* Whether this kernel lets fentry/fexit programs load; probed once, cached. */
+bool bpf_trampoline_supported(void);
+
+#endif

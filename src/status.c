@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: GPL-2.0
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/bpf.h>
+#include "size.h"
+#include "status.h"
+
+#define PAGE_BYTES 4096ULL
+
+const char *tcpbuf_state_name(__u32 state)
+{
+	switch (state) {
+	case TCPBUF_STATE_PRESSURE: return "pressure";
+	case TCPBUF_STATE_MAX: return "max";
+	default: return "normal";
+	}
+}
+
+static struct status_row *row_append(struct status_rows *r, uint64_t id, size_t *cap)
+{
+	if (r->n == *cap) {
+		size_t c = *cap ? *cap * 2 : 64;
+		void *p = realloc(r->rows, c * sizeof(*r->rows));
+
+		if (!p)
+			return NULL;
+		r->rows = p;
+		*cap = c;
+	}
+	memset(&r->rows[r->n], 0, sizeof(r->rows[0]));
+	r->rows[r->n].id = id;
+	return &r->rows[r->n++];
+}
+
+static int row_id_cmp(const void *a, const void *b)
+{
+	const struct status_row *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static int row_cmp(const void *a, const void *b)
+{
+	const struct status_row *x = a, *y = b;
+
+	if (!x->path || !y->path)
+		return !x->path - !y->path;
+	return strcmp(x->path, y->path);
+}
+
+int status_collect(int usage_fd, int limits_fd, const struct cgroup_tree *tree,
+		   struct status_rows *out)
+{
+	struct status_rows r = {};
+	size_t cap = 0, n_usage, i;
+	__u64 key, next, *prev;
+	struct status_row *row, probe;
+
+	for (prev = NULL; !bpf_map_get_next_key(usage_fd, prev, &next); prev = &key) {
+		key = next;
+		row = row_append(&r, key, &cap);
+		if (!row)
+			goto nomem;
+		if (!bpf_map_lookup_elem(usage_fd, &key, &row->usage))
+			row->has_usage = true;
+	}
+	/* Join limits by id: sort the usage rows once, bsearch each limit. */
+	qsort(r.rows, r.n, sizeof(*r.rows), row_id_cmp);
+	n_usage = r.n;
+	for (prev = NULL; !bpf_map_get_next_key(limits_fd, prev, &next); prev = &key) {
+		key = next;
+		probe.id = key;
+		row = bsearch(&probe, r.rows, n_usage, sizeof(*r.rows), row_id_cmp);
+		if (!row)
+			row = row_append(&r, key, &cap);
+		if (!row)
+			goto nomem;
+		if (!bpf_map_lookup_elem(limits_fd, &key, &row->limits))
+			row->has_limits = true;
+	}
+	for (i = 0; i < r.n; i++)
+		r.rows[i].path = cgroup_tree_path(tree, r.rows[i].id);
+	qsort(r.rows, r.n, sizeof(*r.rows), row_cmp);
+	*out = r;
+	return 0;
+nomem:
+	free(r.rows);
+	return -ENOMEM;
+}
+
+void status_rows_free(struct status_rows *rows)
+{
+	free(rows->rows);
+	rows->rows = NULL;
+	rows->n = 0;
+}
+
+static bool in_subtree(const char *path, const char *top)
+{
+	size_t n = strlen(top);
+
+	if (!strcmp(top, "/"))
+		return true;
+	return !strncmp(path, top, n) && (path[n] == '\0' || path[n] == '/');
+}
+
+void status_filter(struct status_rows *rows, char **filters, size_t n)
+{
+	size_t i, j, kept = 0;
+
+	if (!n)
+		return;
+	for (i = 0; i < rows->n; i++) {
+		for (j = 0; j < n; j++)
+			if (rows->rows[i].path && in_subtree(rows->rows[i].path, filters[j]))
+				break;
+		if (j < n)
+			rows->rows[kept++] = rows->rows[i];
+	}
+	rows->n = kept;
+}
+
+static void json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		unsigned char c = *s;
+
+		if (c == '"' || c == '\\')
+			fprintf(f, "\\%c", c);
+		else if (c < 0x20)
+			fprintf(f, "\\u%04x", c);
+		else
+			fputc(c, f);
+	}
+	fputc('"', f);
+}
+
+static void json_pages(FILE *f, const char *name, bool set, __u64 v)
+{
+	if (set)
+		fprintf(f, ", \"%s\": %llu", name, (unsigned long long)v);
+	else
+		fprintf(f, ", \"%s\": null", name);
+}
+
+static __s64 nonneg(__s64 v)
+{
+	return v < 0 ? 0 : v;
+}
+
+void status_print_json(FILE *f, const struct status_rows *rows, const char *mode)
+{
+	size_t i;
+
+	fprintf(f, "{\"version\": \"%s\", \"mode\": \"%s\",\n \"cgroups\": [", TCPBUFD_VERSION, mode);
+	for (i = 0; i < rows->n; i++) {
+		const struct status_row *r = &rows->rows[i];
+		const struct cgroup_limits *l = &r->limits;
+		__s64 usage = nonneg(r->usage.usage_pages);
+
+		fprintf(f, "%s\n  {\"cgroup\": ", i ? "," : "");
+		if (r->path)
+			json_string(f, r->path);
+		else
+			fputs("null", f);
+		fprintf(f, ", \"id\": %llu, \"usage_pages\": %lld, \"usage_bytes\": %llu"
+			   ", \"peak_pages\": %lld, \"sockets\": %lld",
+			(unsigned long long)r->id, (long long)usage,
+			(unsigned long long)usage * PAGE_BYTES,
+			(long long)nonneg(r->usage.peak_pages), (long long)nonneg(r->usage.sockets));
+		json_pages(f, "limit_pages", r->has_limits && l->limit_pages, l->limit_pages);
+		json_pages(f, "min_pages", r->has_limits && l->min_pages, l->min_pages);
+		json_pages(f, "pressure_pages", r->has_limits && l->pressure_pages, l->pressure_pages);
+		json_pages(f, "max_pages", r->has_limits && l->max_pages, l->max_pages);
+		fprintf(f, ", \"state\": \"%s\", \"failcnt\": %llu, \"pressure_events\": %llu}",
+			tcpbuf_state_name(r->usage.state), (unsigned long long)r->usage.failcnt,
+			(unsigned long long)r->usage.pressure_events);
+	}
+	fputs(rows->n ? "\n ]}\n" : "]}\n", f);
+}
+
+static const char *human(__u64 pages, bool set, char *buf, size_t len)
+{
+	if (!set)
+		return "-";
+	size_format_human(pages, buf, len);
+	return buf;
+}
+
+void status_print_table(FILE *f, const struct status_rows *rows, const char *mode)
+{
+	char u[32], p[32], lim[32], mn[32], pr[32], mx[32];
+	size_t i;
+
+	fprintf(f, "mode: %s\n", mode);
+	fprintf(f, "%-36s %8s %8s %7s %8s %8s %8s %8s %-8s %7s\n", "CGROUP", "USAGE", "PEAK",
+		"SOCKETS", "LIMIT", "MIN", "PRESSURE", "MAX", "STATE", "FAILCNT");
+	for (i = 0; i < rows->n; i++) {
+		const struct status_row *r = &rows->rows[i];
+		const struct cgroup_limits *l = &r->limits;
+		bool hl = r->has_limits;
+
+		fprintf(f, "%-36s %8s %8s %7lld %8s %8s %8s %8s %-8s %7llu\n",
+			r->path ? r->path : "(removed)",
+			human(nonneg(r->usage.usage_pages), true, u, sizeof(u)),
+			human(nonneg(r->usage.peak_pages), true, p, sizeof(p)),
+			(long long)nonneg(r->usage.sockets),
+			human(l->limit_pages, hl && l->limit_pages, lim, sizeof(lim)),
+			human(l->min_pages, hl && l->min_pages, mn, sizeof(mn)),
+			human(l->pressure_pages, hl && l->pressure_pages, pr, sizeof(pr)),
+			human(l->max_pages, hl && l->max_pages, mx, sizeof(mx)),
+			tcpbuf_state_name(r->usage.state), (unsigned long long)r->usage.failcnt);
+	}
+}
+
+int status_prune(int usage_fd, const struct cgroup_tree *tree, size_t *pruned)
+{
+	__u64 key, next, *prev = NULL;
+	struct cgroup_usage u;
+	__u64 *gone = NULL;
+	size_t n = 0, cap = 0, i;
+
+	/* Collect first: deleting while walking get_next_key restarts the walk. */
+	for (; !bpf_map_get_next_key(usage_fd, prev, &next); prev = &key) {
+		key = next;
+		if (cgroup_tree_path(tree, key) || bpf_map_lookup_elem(usage_fd, &key, &u) ||
+		    u.usage_pages > 0)
+			continue;
+		if (n == cap) {
+			void *p = realloc(gone, (cap = cap ? cap * 2 : 64) * sizeof(*gone));
+
+			if (!p) {
+				free(gone);
+				return -ENOMEM;
+			}
+			gone = p;
+		}
+		gone[n++] = key;
+	}
+	for (i = 0; i < n; i++)
+		bpf_map_delete_elem(usage_fd, &gone[i]);
+	free(gone);
+	*pruned = n;
+	return 0;
+}

@@ -1,0 +1,39 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/* Rows of `tcpbufctl status`: one per cgroup that holds memory or has limits. */
+#ifndef TCPBUF_STATUS_H
+#define TCPBUF_STATUS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdint.h>
+#include "cgroups.h"
+#include "tcpbuf_maps.h"
+
+struct status_row {
+	uint64_t id;
+	const char *path;		/* NULL when the cgroup is gone */
+	bool has_usage, has_limits;
+	struct cgroup_usage usage;
+	struct cgroup_limits limits;
+};
+
+struct status_rows {
+	struct status_row *rows;
+	size_t n;
+};
+
+int status_collect(int usage_fd, int limits_fd, const struct cgroup_tree *tree,
+		   struct status_rows *out);
+void status_rows_free(struct status_rows *rows);
+/* Keep only the rows in the subtrees of @filters (relative paths); n == 0 keeps all. */
+void status_filter(struct status_rows *rows, char **filters, size_t n);
+
+void status_print_json(FILE *f, const struct status_rows *rows, const char *mode);
+void status_print_table(FILE *f, const struct status_rows *rows, const char *mode);
+
+/* Remove usage entries of cgroups that no longer exist and hold nothing. */
+int status_prune(int usage_fd, const struct cgroup_tree *tree, size_t *pruned);
+
+const char *tcpbuf_state_name(__u32 state);
+
+#endif

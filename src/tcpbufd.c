@@ -1,0 +1,292 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * tcpbufd: per-cgroup TCP buffer memory accounting and limits.
+ * main(): options, configuration, then one epoll loop over signals, a poll
+ * timer and the control socket.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+#include "control.h"
+#include "daemon.h"
+#include "log.h"
+#include "status.h"
+
+#define DEFAULT_CONFIG "/etc/tcpbufd.conf"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: tcpbufd [-c FILE] [-f] [--pin-path DIR] [--socket PATH]\n"
+		"               [--mode auto|exact|sampled] [-v] [--version] [--help]\n"
+		"\n"
+		"Per-cgroup TCP buffer memory accounting and limits (cgroup v2, eBPF).\n"
+		"\n"
+		"  -c, --config FILE   main configuration (default " DEFAULT_CONFIG ";\n"
+		"                      when it is missing, the built-in default is used)\n"
+		"  -f, --foreground    stay in the foreground (tcpbufd never forks; accepted\n"
+		"                      for compatibility)\n"
+		"      --pin-path DIR  bpffs directory for maps and links (default /sys/fs/bpf/tcpbufd)\n"
+		"      --socket PATH   control socket (default /run/tcpbufd/control.sock)\n"
+		"      --mode MODE     accounting: exact (fentry/fexit), sampled (fallback),\n"
+		"                      auto (exact when the kernel allows it; default)\n"
+		"  -v, --verbose       log debug messages\n"
+		"      --version       print the version\n"
+		"  -h, --help          this text\n"
+		"\n"
+		"Signals: SIGHUP reloads the configuration, SIGTERM/SIGINT stop.\n"
+		"Stopping leaves programs and maps pinned, so accounting continues and a\n"
+		"restart adopts them; remove the pin directory to detach everything.\n");
+}
+
+const char *daemon_pin_path(const struct daemon *d)
+{
+	return d->pin_path_arg ? d->pin_path_arg : d->cfg.pin_path;
+}
+
+const char *daemon_socket_path(const struct daemon *d)
+{
+	return d->socket_arg ? d->socket_arg : d->cfg.socket_path;
+}
+
+static int load_config(struct daemon *d, struct config *out, char *err, size_t errlen)
+{
+	return config_load(d->config_path, d->config_is_default, out, err, errlen);
+}
+
+int daemon_reload(struct daemon *d, char *err, size_t errlen)
+{
+	char buf[512];
+	struct config next;
+	int r;
+
+	if (!err) {
+		err = buf;
+		errlen = sizeof(buf);
+	}
+	r = load_config(d, &next, err, errlen);
+	if (r) {
+		log_err("reload refused, running configuration kept: %s", err);
+		return r;
+	}
+	config_free(&d->cfg);
+	d->cfg = next;
+	cgroup_tree_scan(&d->tree);
+	r = limits_apply(d);
+	if (!r)
+		log_info("configuration reloaded: %zu rules, %u cgroups limited", d->cfg.n_rules,
+			 d->limited_cgroups);
+	return r;
+}
+
+static int arm_timer(int fd, unsigned ms)
+{
+	struct itimerspec its = {
+		.it_interval = { .tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L },
+	};
+
+	its.it_value = its.it_interval;
+	return timerfd_settime(fd, 0, &its, NULL) ? -errno : 0;
+}
+
+/* Periodic work: follow the cgroup tree (new cgroups get their limits, gone
+ * ones leave the maps) and, in sampled mode, reconcile every socket. */
+static void poll_tick(struct daemon *d)
+{
+	size_t pruned = 0;
+
+	if (loader_mode(d->bpf) == TCPBUF_MODE_SAMPLED)
+		loader_reconcile(d->bpf);
+	if (cgroup_tree_scan(&d->tree))
+		return;
+	limits_apply(d);
+	status_prune(loader_usage_fd(d->bpf), &d->tree, &pruned);
+	if (pruned)
+		log_debug("forgot %zu removed cgroups", pruned);
+}
+
+static int event_loop(struct daemon *d)
+{
+	struct epoll_event ev, events[8];
+	struct signalfd_siginfo si;
+	sigset_t mask;
+	int ep, sfd, tfd, n, i;
+	bool running = true;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	if (sfd < 0 || tfd < 0 || ep < 0)
+		return -errno;
+	arm_timer(tfd, d->cfg.poll_interval_ms);
+
+	ev.events = EPOLLIN;
+	ev.data.fd = sfd;
+	epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev);
+	ev.data.fd = tfd;
+	epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &ev);
+	ev.data.fd = d->ctl_fd;
+	epoll_ctl(ep, EPOLL_CTL_ADD, d->ctl_fd, &ev);
+
+	while (running) {
+		n = epoll_wait(ep, events, 8, -1);
+		if (n < 0 && errno == EINTR)
+			continue;
+		for (i = 0; i < n; i++) {
+			int fd = events[i].data.fd;
+
+			if (fd == sfd) {
+				while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+					if (si.ssi_signo == SIGHUP)
+						daemon_reload(d, NULL, 0);
+					else
+						running = false;
+				}
+			} else if (fd == tfd) {
+				uint64_t ticks;
+
+				if (read(tfd, &ticks, sizeof(ticks)) == sizeof(ticks))
+					poll_tick(d);
+			} else if (fd == d->ctl_fd) {
+				int r = control_serve(d->ctl_fd, commands_handle, d);
+
+				if (r < 0)
+					log_warn("control socket: %s", strerror(-r));
+			}
+		}
+	}
+	close(ep);
+	close(tfd);
+	close(sfd);
+	return 0;
+}
+
+static int parse_args(int argc, char **argv, struct daemon *d)
+{
+	enum { OPT_PIN = 256, OPT_SOCKET, OPT_MODE, OPT_VERSION };
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "pin-path", required_argument, NULL, OPT_PIN },
+		{ "socket", required_argument, NULL, OPT_SOCKET },
+		{ "mode", required_argument, NULL, OPT_MODE },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "version", no_argument, NULL, OPT_VERSION },
+		{ "help", no_argument, NULL, 'h' },
+		{}
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "c:fvh", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			d->config_path = optarg;
+			d->config_is_default = false;
+			break;
+		case 'f':
+			break;
+		case OPT_PIN:
+			d->pin_path_arg = optarg;
+			break;
+		case OPT_SOCKET:
+			d->socket_arg = optarg;
+			break;
+		case OPT_MODE:
+			if (strcmp(optarg, "auto") && strcmp(optarg, "exact") && strcmp(optarg, "sampled")) {
+				fprintf(stderr, "tcpbufd: --mode: '%s' is not auto, exact or sampled\n", optarg);
+				return 2;
+			}
+			d->mode_arg = optarg;
+			break;
+		case 'v':
+			log_max_level = LOG_DEBUG;
+			break;
+		case OPT_VERSION:
+			printf("tcpbufd %s\n", TCPBUFD_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "tcpbufd: unexpected argument '%s'\n", argv[optind]);
+		return 2;
+	}
+	return -1;
+}
+
+int main(int argc, char **argv)
+{
+	struct daemon d = { .config_path = DEFAULT_CONFIG, .config_is_default = true, .ctl_fd = -1 };
+	struct loader_opts lo;
+	char err[512];
+	int r;
+
+	r = parse_args(argc, argv, &d);
+	if (r >= 0)
+		return r;
+	if (load_config(&d, &d.cfg, err, sizeof(err))) {
+		fprintf(stderr, "tcpbufd: %s\n", err);
+		return 1;
+	}
+	if (log_max_level < LOG_DEBUG)
+		log_max_level = d.cfg.log_level;
+	if (thresholds_load(d.cfg.state_dir, &d.thresholds, &d.n_thresholds, err, sizeof(err))) {
+		fprintf(stderr, "tcpbufd: %s\n", err);
+		return 1;
+	}
+	r = cgroup_tree_init(&d.tree);
+	if (r) {
+		log_err("no cgroup v2 mount found: %s", strerror(-r));
+		return 1;
+	}
+	lo = (struct loader_opts){ .pin_path = daemon_pin_path(&d),
+				   .mode = d.mode_arg ? d.mode_arg : d.cfg.mode };
+	r = loader_start(&lo, &d.bpf);
+	if (r) {
+		log_err("cannot start BPF accounting at %s: %s", lo.pin_path, strerror(-r));
+		return 1;
+	}
+	log_info("%s accounting %s at %s (cgroup v2 at %s)", tcpbuf_mode_name(loader_mode(d.bpf)),
+		 loader_adopted(d.bpf) ? "adopted from pins" : "attached", lo.pin_path,
+		 d.tree.mount);
+	cgroup_tree_scan(&d.tree);
+	r = limits_apply(&d);
+	if (!r) {
+		d.ctl_fd = control_listen(daemon_socket_path(&d), d.cfg.socket_mode, d.cfg.socket_group);
+		if (d.ctl_fd < 0) {
+			r = d.ctl_fd;
+			log_err("%s: cannot listen: %s", daemon_socket_path(&d), strerror(-r));
+		}
+	}
+	if (!r) {
+		log_info("ready: %u cgroups limited, control socket %s", d.limited_cgroups,
+			 daemon_socket_path(&d));
+		r = event_loop(&d);
+	}
+	control_close(d.ctl_fd, d.ctl_fd >= 0 ? daemon_socket_path(&d) : NULL);
+	loader_close(d.bpf);
+	cgroup_tree_free(&d.tree);
+	free(d.thresholds);
+	config_free(&d.cfg);
+	log_info("stopped; programs and maps stay pinned at %s", lo.pin_path);
+	return r ? 1 : 0;
+}
