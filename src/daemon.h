@@ -15,6 +15,7 @@ struct daemon {
 	const char *pin_path_arg;	/* command-line overrides of the config */
 	const char *socket_arg;
 	const char *mode_arg;
+	const char *scope_arg;
 	struct config cfg;
 	struct tcpbuf_bpf *bpf;
 	struct cgroup_tree tree;
@@ -26,6 +27,7 @@ struct daemon {
 
 const char *daemon_pin_path(const struct daemon *d);
 const char *daemon_socket_path(const struct daemon *d);
+const char *daemon_scope(const struct daemon *d);	/* cgroup subtree for cgroup programs */
 
 /* Write the limits of every existing cgroup into the limits map. */
 int limits_apply(struct daemon *d);

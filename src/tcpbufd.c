@@ -39,6 +39,8 @@ static void usage(FILE *f)
 		"      --socket PATH   control socket (default /run/tcpbufd/control.sock)\n"
 		"      --mode MODE     accounting: exact (fentry/fexit), sampled (fallback),\n"
 		"                      auto (exact when the kernel allows it; default)\n"
+		"      --scope CGROUP  attach cgroup programs only to this subtree (default: Scope=\n"
+		"                      of the config, the whole cgroup v2 tree)\n"
 		"  -v, --verbose       log debug messages\n"
 		"      --version       print the version\n"
 		"  -h, --help          this text\n"
@@ -51,6 +53,11 @@ static void usage(FILE *f)
 const char *daemon_pin_path(const struct daemon *d)
 {
 	return d->pin_path_arg ? d->pin_path_arg : d->cfg.pin_path;
+}
+
+const char *daemon_scope(const struct daemon *d)
+{
+	return d->scope_arg ? d->scope_arg : d->cfg.scope;
 }
 
 const char *daemon_socket_path(const struct daemon *d)
@@ -177,13 +184,14 @@ static int event_loop(struct daemon *d)
 
 static int parse_args(int argc, char **argv, struct daemon *d)
 {
-	enum { OPT_PIN = 256, OPT_SOCKET, OPT_MODE, OPT_VERSION };
+	enum { OPT_PIN = 256, OPT_SOCKET, OPT_MODE, OPT_SCOPE, OPT_VERSION };
 	static const struct option opts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "pin-path", required_argument, NULL, OPT_PIN },
 		{ "socket", required_argument, NULL, OPT_SOCKET },
 		{ "mode", required_argument, NULL, OPT_MODE },
+		{ "scope", required_argument, NULL, OPT_SCOPE },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "version", no_argument, NULL, OPT_VERSION },
 		{ "help", no_argument, NULL, 'h' },
@@ -204,6 +212,9 @@ static int parse_args(int argc, char **argv, struct daemon *d)
 			break;
 		case OPT_SOCKET:
 			d->socket_arg = optarg;
+			break;
+		case OPT_SCOPE:
+			d->scope_arg = optarg;
 			break;
 		case OPT_MODE:
 			if (strcmp(optarg, "auto") && strcmp(optarg, "exact") && strcmp(optarg, "sampled")) {
