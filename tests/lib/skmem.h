@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The independent oracle: socket memory per cgroup as the kernel reports
+ * it through NETLINK_SOCK_DIAG (what `ss -tm` shows), and memcg's own
+ * `sock` counter where the memory controller is available.
+ *
+ * A socket's charged memory is rmem_alloc + fwd_alloc + wmem_queued bytes
+ * (ss: r + f + w); the kernel charges whole pages per socket, so pages are
+ * summed per socket as ceil(bytes / 4096).
+ */
+#ifndef TCPBUF_TEST_SKMEM_H
+#define TCPBUF_TEST_SKMEM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define SKMEM_PAGE 4096
+
+struct skmem_sock {
+	int family;		/* AF_INET / AF_INET6 */
+	int state;		/* TCP_ESTABLISHED, TCP_LISTEN, ... */
+	uint16_t sport, dport;	/* host byte order */
+	uint32_t inode;
+	uint64_t cgid;		/* 0 if the kernel gave none (time-wait, syn-recv) */
+	int has_mem;		/* INET_DIAG_SKMEMINFO was present */
+	uint32_t rmem_alloc, rcvbuf, wmem_alloc, sndbuf, wmem_queued, backlog, drops;
+	int32_t fwd_alloc;
+	int64_t bytes;		/* rmem_alloc + fwd_alloc + wmem_queued */
+};
+
+struct skmem_total {
+	uint64_t bytes;
+	uint64_t pages;		/* sum over sockets of ceil(bytes / 4096) */
+	uint64_t sockets;	/* every matching socket (listeners, empty ones too) */
+	uint64_t charged;	/* matching sockets holding at least one byte */
+};
+
+static inline uint64_t skmem_pages(int64_t bytes)
+{
+	return bytes > 0 ? ((uint64_t)bytes + SKMEM_PAGE - 1) / SKMEM_PAGE : 0;
+}
+
+/* Call cb for every TCP socket (AF_INET and AF_INET6, all states) in this
+ * network namespace; cb returning non-zero stops.  0 or -errno. */
+int skmem_foreach(int (*cb)(const struct skmem_sock *s, void *arg), void *arg);
+
+/* Sockets whose cgroup id is cgid.  0 or -errno. */
+int skmem_cgroup(uint64_t cgid, struct skmem_total *out);
+/* Sockets whose cgroup id is one of ids[0..n). */
+int skmem_cgroups(const uint64_t *ids, size_t n, struct skmem_total *out);
+/* The cgroup at path (absolute, or relative to the v2 mount) and all its
+ * descendants. */
+int skmem_subtree(const char *path, struct skmem_total *out);
+
+/* Ids of path and every cgroup below it; *ids malloc'd.  Count or -1. */
+int cg_subtree_ids(const char *path, uint64_t **ids);
+
+/* The `sock` line of path/memory.stat in bytes; -1 if there is none
+ * (no memory controller, as on the hybrid host). */
+int64_t memcg_sock_bytes(const char *path);
+
+#endif /* TCPBUF_TEST_SKMEM_H */
