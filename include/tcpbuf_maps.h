@@ -8,6 +8,10 @@
 #ifndef TCPBUF_MAPS_H
 #define TCPBUF_MAPS_H
 
+#ifndef __VMLINUX_H__	/* BPF side: vmlinux.h has the types already */
+#include <linux/types.h>
+#endif
+
 #define TCPBUF_LAYOUT_VERSION	1
 
 /* Deepest cgroup level charged; deeper cgroups charge their ancestors up to here. */

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include "cgroups.h"
 #include "config.h"
+#include "control.h"
 #include "dropin.h"
 #include "loader.h"
 

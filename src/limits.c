@@ -26,6 +26,7 @@ static bool limits_for(const struct daemon *d, const char *path, struct cgroup_l
 	const struct cgroup_rule *rule = config_match(&d->cfg, path);
 	const struct thresholds_entry *t;
 	struct cgroup_rule fallback = {};
+	uint64_t min, pressure, max;
 
 	if (!rule) {
 		if (!d->cfg.default_limit_pages || !strcmp(path, "/"))
@@ -35,7 +36,10 @@ static bool limits_for(const struct daemon *d, const char *path, struct cgroup_l
 	}
 	memset(l, 0, sizeof(*l));
 	l->limit_pages = rule->limit_pages;
-	rule_thresholds(rule, &l->min_pages, &l->pressure_pages, &l->max_pages);
+	rule_thresholds(rule, &min, &pressure, &max);
+	l->min_pages = min;
+	l->pressure_pages = pressure;
+	l->max_pages = max;
 	t = thresholds_find(d, path);
 	if (t && t->max_pages <= l->limit_pages) {
 		l->min_pages = t->min_pages;
