@@ -31,6 +31,8 @@
 
 #define ERR_MAX 512
 
+_Static_assert(CONFIG_MAX_LINE + 2 <= INI_MAX_LINE, "CONFIG_MAX_LINE exceeds libinih's buffer");
+
 enum section {
 	SEC_NONE,	/* before the first header */
 	SEC_DAEMON,

@@ -15,6 +15,12 @@
 #define CONFIG_DEFAULT_PATH	"/etc/tcpbufd.conf"
 /* The FILE part of errors and config.main_file when the embedded copy is used. */
 #define CONFIG_BUILTIN_NAME	"<built-in>"
+/*
+ * Longest line, in characters without the newline: libinih's line buffer
+ * (INI_MAX_LINE, 200 in Debian's build) less the newline and the NUL.
+ * Longer lines are refused rather than silently split.
+ */
+#define CONFIG_MAX_LINE		198
 /* Files larger than this are refused: a config that big is a mistake. */
 #define CONFIG_MAX_FILE_BYTES	(1 << 20)
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "../src/config.h"
+#include "../src/dropin.h"
 
 static int failures;
 
@@ -563,6 +564,258 @@ static void test_load(void)
 		FAIL("cleanup of %s failed\n", tmpdir);
 }
 
+/* ---- persistence: drop-ins written by set-limit, the thresholds file ---- */
+
+static void test_dropin_names(void)
+{
+	static const struct { const char *in; const char *out; } cases[] = {
+		{ "/demo/a", "50-tcpbufctl-demo-a.conf" },
+		{ "/demo/a/", "50-tcpbufctl-demo-a.conf" },		/* normalized first */
+		{ "/demo-a", "50-tcpbufctl-demo\\x2da.conf" },		/* not /demo/a */
+		{ "/", "50-tcpbufctl--.conf" },
+		{ "/system.slice/web.service", "50-tcpbufctl-system.slice-web.service.conf" },
+		{ "/.hidden/x", "50-tcpbufctl-\\x2ehidden-x.conf" },	/* never a dot file */
+		{ "/a b/c\\d", "50-tcpbufctl-a\\x20b-c\\x5cd.conf" },
+		{ "/a~b", "50-tcpbufctl-a\\x7eb.conf" },
+	};
+	char name[NAME_MAX + 1], path[PATH_MAX], other[NAME_MAX + 1];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		int ret = dropin_name(cases[i].in, name, sizeof(name));
+
+		if (ret != 0 || strcmp(name, cases[i].out) != 0)
+			FAIL("dropin_name(\"%s\"): expected \"%s\", got %d \"%s\"\n", cases[i].in,
+			     cases[i].out, ret, ret ? "" : name);
+	}
+	if (dropin_name("relative", name, sizeof(name)) != -EINVAL)
+		FAIL("dropin_name(\"relative\"): expected -EINVAL\n");
+	if (dropin_name("/a/../b", name, sizeof(name)) != -EINVAL)
+		FAIL("dropin_name(\"/a/../b\"): expected -EINVAL\n");
+
+	/* Deep paths: a bounded name ending in a hash, distinct per path. */
+	memset(path, 'x', 2000);
+	path[0] = '/';
+	path[2000] = '\0';
+	if (dropin_name(path, name, sizeof(name)) != 0 || strlen(name) > NAME_MAX - 8 ||
+	    !strchr(name, '~') || strcmp(name + strlen(name) - 5, ".conf") != 0)
+		FAIL("dropin_name(long path): expected a hashed name of at most %d bytes, got \"%s\"\n",
+		     NAME_MAX - 8, name);
+	path[1999] = 'y';
+	if (dropin_name(path, other, sizeof(other)) != 0 || strcmp(name, other) == 0)
+		FAIL("dropin_name: two long paths share the name \"%s\"\n", name);
+}
+
+static void read_text(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+	size_t n = f ? fread(buf, 1, len - 1, f) : 0;
+
+	buf[n] = '\0';
+	if (f)
+		fclose(f);
+}
+
+static size_t count_entries(const char *dir)
+{
+	char cmd[PATH_MAX + 64];
+	FILE *p;
+	size_t n = 0;
+
+	snprintf(cmd, sizeof(cmd), "ls -A '%s'", dir);
+	p = popen(cmd, "r");
+	while (p && fgets(cmd, sizeof(cmd), p))
+		n++;
+	if (p)
+		pclose(p);
+	return n;
+}
+
+/* What set-limit writes, config_load() reads back as the same ceiling. */
+static void test_dropin_round_trip(void)
+{
+	char dir[] = "/tmp/test_dropin.XXXXXX", dropins[256], main_path[PATH_MAX];
+	char text[PATH_MAX * 2], err[512], want[PATH_MAX];
+	static const char *const cgroups[] = { "/demo/a", "/demo-a", "/odd/a*b", "/" };
+	struct config c;
+	FILE *f;
+	int ret;
+
+	if (!mkdtemp(dir)) {
+		FAIL("mkdtemp: %s\n", strerror(errno));
+		return;
+	}
+	snprintf(dropins, sizeof(dropins), "%s/tcpbufd.d", dir);	/* created on demand */
+	snprintf(main_path, sizeof(main_path), "%s/tcpbufd.conf", dir);
+	f = fopen(main_path, "w");
+	fprintf(f, "[Daemon]\nDropInDir=%s\n", dropins);
+	fclose(f);
+
+	for (size_t i = 0; i < 4; i++) {
+		ret = dropin_write_limit(dropins, cgroups[i], 1000 + i, err, sizeof(err));
+		if (ret)
+			FAIL("dropin_write_limit(%s): %d \"%s\"\n", cgroups[i], ret, err);
+	}
+	/* Rewriting replaces; it does not add a second Path=. */
+	ret = dropin_write_limit(dropins, "/demo/a/", 16384, err, sizeof(err));
+	if (ret)
+		FAIL("dropin_write_limit again: %d \"%s\"\n", ret, err);
+	if (count_entries(dropins) != 4)
+		FAIL("drop-in dir: expected 4 files and no temporaries, got %zu\n",
+		     count_entries(dropins));
+
+	snprintf(want, sizeof(want), "%s/50-tcpbufctl-demo-a.conf", dropins);
+	read_text(want, text, sizeof(text));
+	EXPECT_STR("drop-in text",
+		   "# Written by \"tcpbufctl set-limit\"; \"tcpbufctl unset\" removes it.\n"
+		   "[Cgroup]\nPath=/demo/a\n# 64.0M\nLimit=16384\n", text);
+
+	ret = config_load(main_path, false, &c, err, sizeof(err));
+	if (ret) {
+		FAIL("config_load of written drop-ins: %d \"%s\"\n", ret, err);
+	} else {
+		static const struct { const char *path; uint64_t limit; } want_limits[] = {
+			{ "/demo/a", 16384 }, { "/demo-a", 1001 }, { "/odd/a*b", 1002 },
+			{ "/odd/axb", 0 }, { "/", 1003 },
+		};
+
+		EXPECT_U64("rules read back", 4, c.n_rules);
+		for (size_t i = 0; i < sizeof(want_limits) / sizeof(want_limits[0]); i++) {
+			const struct cgroup_rule *r = config_match(&c, want_limits[i].path);
+
+			EXPECT_U64(want_limits[i].path, want_limits[i].limit, r ? r->limit_pages : 0);
+		}
+		config_free(&c);
+	}
+
+	/* unset removes it; removing what is not there is not an error. */
+	if (dropin_remove(dropins, "/demo/a", err, sizeof(err)) != 0)
+		FAIL("dropin_remove: %s\n", err);
+	if (access(want, F_OK) == 0)
+		FAIL("dropin_remove: %s still exists\n", want);
+	if (dropin_remove(dropins, "/demo/a", err, sizeof(err)) != 0)
+		FAIL("dropin_remove of a missing drop-in: %s\n", err);
+
+	/* Paths the config parser could not read back are refused. */
+	ret = dropin_write_limit(dropins, "/a b", 1, err, sizeof(err));
+	EXPECT_STR("blank in path",
+		   "/a b: cannot persist a cgroup path holding blanks or control characters in a config file",
+		   err);
+	if (ret != -EINVAL)
+		FAIL("blank in path: expected -EINVAL, got %d\n", ret);
+	memset(text, 'x', 300);
+	text[0] = '/';
+	text[300] = '\0';
+	ret = dropin_write_limit(dropins, text, 1, err, sizeof(err));
+	if (ret != -ENAMETOOLONG || !strstr(err, "too long for a config line"))
+		FAIL("long path: expected -ENAMETOOLONG, got %d \"%s\"\n", ret, err);
+	text[CONFIG_MAX_LINE - strlen("Path=")] = '\0';	/* the longest that fits */
+	ret = dropin_write_limit(dropins, text, 7, err, sizeof(err));
+	if (ret)
+		FAIL("longest persistable path: %d \"%s\"\n", ret, err);
+	ret = config_load(main_path, false, &c, err, sizeof(err));
+	if (ret || !config_match(&c, text) || config_match(&c, text)->limit_pages != 7)
+		FAIL("longest persistable path does not read back: %d \"%s\"\n", ret, err);
+	if (!ret)
+		config_free(&c);
+	dropin_remove(dropins, text, NULL, 0);
+	ret = dropin_write_limit(dropins, "/a", 0, err, sizeof(err));
+	if (ret != -ERANGE)
+		FAIL("zero ceiling: expected -ERANGE, got %d \"%s\"\n", ret, err);
+	ret = dropin_write_limit("/proc/no/such/dir", "/a", 1, err, sizeof(err));
+	EXPECT_STR("unwritable dir",
+		   "cannot open directory /proc/no/such/dir: No such file or directory", err);
+	ret = dropin_write_limit(dropins, "/a", 1, NULL, 0);	/* NULL err is allowed */
+	if (ret)
+		FAIL("dropin_write_limit with NULL err: %d\n", ret);
+
+	snprintf(text, sizeof(text), "rm -rf '%s'", dir);
+	if (system(text) != 0)
+		FAIL("cleanup of %s failed\n", dir);
+}
+
+static void test_thresholds_file(void)
+{
+	char dir[] = "/tmp/test_thresholds.XXXXXX", state[256], path[PATH_MAX];
+	char text[1024], err[512];
+	struct thresholds_entry in[3] = {
+		{ "/demo/a", 1, 2, 3 },
+		{ "/with space/x", 10, 20, 30 },
+		{ "/", 5, 5, 5 },
+	};
+	struct thresholds_entry *out = NULL;
+	size_t n = 99;
+	int ret;
+
+	if (!mkdtemp(dir)) {
+		FAIL("mkdtemp: %s\n", strerror(errno));
+		return;
+	}
+	snprintf(state, sizeof(state), "%s/state", dir);
+	snprintf(path, sizeof(path), "%s/thresholds", state);
+
+	/* Missing file: an empty list. */
+	ret = thresholds_load(state, &out, &n, err, sizeof(err));
+	if (ret != 0 || n != 0 || out)
+		FAIL("thresholds_load of a missing file: expected 0 entries, got %d %zu\n", ret, n);
+
+	ret = thresholds_save(state, in, 3, err, sizeof(err));
+	if (ret)
+		FAIL("thresholds_save: %d \"%s\"\n", ret, err);
+	ret = thresholds_load(state, &out, &n, err, sizeof(err));
+	if (ret != 0 || n != 3) {
+		FAIL("thresholds_load: expected 3 entries, got %d %zu \"%s\"\n", ret, n, err);
+	} else {
+		for (size_t i = 0; i < 3; i++) {
+			EXPECT_STR("thresholds path", in[i].path, out[i].path);
+			EXPECT_U64("thresholds min", in[i].min_pages, out[i].min_pages);
+			EXPECT_U64("thresholds pressure", in[i].pressure_pages, out[i].pressure_pages);
+			EXPECT_U64("thresholds max", in[i].max_pages, out[i].max_pages);
+		}
+	}
+	free(out);
+
+	/* Saving nothing leaves a file with no entries. */
+	ret = thresholds_save(state, NULL, 0, err, sizeof(err));
+	out = NULL;
+	if (ret || thresholds_load(state, &out, &n, err, sizeof(err)) || n != 0)
+		FAIL("empty thresholds: expected 0 entries, got %zu \"%s\"\n", n, err);
+	free(out);
+
+	/* A bad path is refused before anything is written. */
+	snprintf(in[0].path, sizeof(in[0].path), "/a\nb");
+	ret = thresholds_save(state, in, 1, err, sizeof(err));
+	if (ret != -EINVAL)
+		FAIL("thresholds_save of a path with a newline: expected -EINVAL, got %d\n", ret);
+
+	static const struct { const char *text; const char *err; } bad[] = {
+		{ "/a 1 2\n", ":1: expected PATH MIN PRESSURE MAX" },
+		{ "# c\n\na 1 2 3\n", ":3: PATH must start with '/'" },
+		{ "/a 1 x 3\n", ":1: MIN, PRESSURE and MAX must be page counts" },
+		{ "/a 1 2 99999999999999999999\n", ":1: MIN, PRESSURE and MAX must be page counts" },
+		{ "/a 3 2 4\n", ":1: thresholds must keep 1 <= MIN <= PRESSURE <= MAX" },
+		{ "/a 0 2 4\n", ":1: thresholds must keep 1 <= MIN <= PRESSURE <= MAX" },
+		{ "/a 1 2 3\n/a 1 2 3\n", ":2: this cgroup is listed twice" },
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		FILE *f = fopen(path, "w");
+		char want[PATH_MAX + 128];
+
+		fputs(bad[i].text, f);
+		fclose(f);
+		out = (struct thresholds_entry *)1;
+		n = 99;
+		ret = thresholds_load(state, &out, &n, err, sizeof(err));
+		snprintf(want, sizeof(want), "%s%s", path, bad[i].err);
+		if (ret != -EINVAL || strcmp(err, want) != 0 || n != 99 ||
+		    out != (struct thresholds_entry *)1)
+			FAIL("thresholds_load of \"%s\": expected -EINVAL \"%s\" and no output, got %d \"%s\"\n",
+			     bad[i].text, want, ret, err);
+	}
+	snprintf(text, sizeof(text), "rm -rf '%s'", dir);
+	if (system(text) != 0)
+		FAIL("cleanup of %s failed\n", dir);
+}
+
 /* ---- path normalization ------------------------------------------------ */
 
 static void test_normalize(void)
@@ -605,6 +858,9 @@ int main(void)
 	test_raw_errors();
 	test_load();
 	test_normalize();
+	test_dropin_names();
+	test_dropin_round_trip();
+	test_thresholds_file();
 	if (failures) {
 		printf("test_config: %d failure(s)\n", failures);
 		return 1;
