@@ -17,7 +17,7 @@
 CFLAGS ?= -O2 -g -Wall -Wextra -Werror
 AR ?= ar
 TEST_CFLAGS ?= $(CFLAGS)
-TEST_CPPFLAGS := -D_GNU_SOURCE -Itests/lib -Iinclude
+TEST_CPPFLAGS := -Itests/lib -Iinclude
 TEST_LDFLAGS ?=
 TEST_ARGS ?=
 
@@ -54,7 +54,7 @@ $(TEST_LIB): $(TEST_LIB_OBJS)
 # Unit tests of daemon code (they include ../src/*.h).
 TEST_SRCS_size := src/size.c
 TEST_SRCS_request := src/request.c src/size.c
-TEST_SRCS_config := src/config.c src/size.c build/default_conf.c
+TEST_SRCS_config := src/config.c src/dropin.c src/size.c build/default_conf.c
 TEST_LDLIBS_config := -linih
 
 $(TEST_BIN_DIR)/test_%: tests/test_%.c $(TEST_LIB) $(TEST_LIB_HDRS)

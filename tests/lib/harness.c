@@ -939,6 +939,9 @@ int daemon_start(const char *extra_args)
 
 	if (access(bin, X_OK))
 		test_skip("tcpbufd not built or not executable: %s (set TCPBUFD)", bin);
+	if (access(tcpbufctl_path(), X_OK))
+		test_skip("tcpbufctl not built or not executable: %s (set TCPBUFCTL)",
+			  tcpbufctl_path());
 	if (h_dpid > 0) {
 		fprintf(stderr, "harness: daemon_start: daemon %d already running\n", (int)h_dpid);
 		return -1;
@@ -1105,6 +1108,16 @@ int ctl(char **out, const char *fmt, ...)
 	va_start(ap, fmt);
 	xvasprintf(&cmd, fmt, ap);
 	va_end(ap);
+	if (access(bin, X_OK)) {
+		fprintf(stderr, "harness: cannot run tcpbufctl %s: %s (set TCPBUFCTL)\n",
+			bin, strerror(errno));
+		free(h_ctl_err);
+		h_ctl_err = strdup("tcpbufctl not executable");
+		if (out)
+			*out = strdup("");
+		free(cmd);
+		return 127;
+	}
 	args = split_args(cmd, &nargs);
 	argv = calloc(nargs + 4, sizeof(*argv));
 	argv[0] = (char *)bin;
@@ -1187,6 +1200,28 @@ int ctl(char **out, const char *fmt, ...)
 
 /* -------------------------------------------------------------- cleanup */
 
+/* Not running any more: no such pid, or a zombie nobody reaped yet. */
+static int pid_gone(pid_t pid)
+{
+	char f[64], buf[512], *p;
+	int fd;
+	ssize_t n;
+
+	if (kill(pid, 0) && errno == ESRCH)
+		return 1;
+	snprintf(f, sizeof(f), "/proc/%d/stat", (int)pid);
+	fd = open(f, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return 1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 1;
+	buf[n] = 0;
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
 /* Returns 1 if anything was left to clean. */
 static int h_cleanup_all(void)
 {
@@ -1210,9 +1245,9 @@ static int h_cleanup_all(void)
 			double end = now_sec() + 10;
 
 			kill(h_dpid, SIGTERM);
-			while (kill(h_dpid, 0) == 0 && now_sec() < end)
+			while (!pid_gone(h_dpid) && now_sec() < end)
 				msleep(20);
-			if (kill(h_dpid, 0) == 0)
+			if (!pid_gone(h_dpid))
 				kill(h_dpid, SIGKILL);
 			h_dpid = 0;
 		} else {
