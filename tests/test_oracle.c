@@ -5,6 +5,7 @@
  * `ss -tm` (when ss exists) and memcg's `sock` counter (when the memory
  * controller is there), accounts for every byte the stalled senders wrote,
  * the data arrives intact, and everything reads zero once the sockets close.
+ * Also the JSON helpers, on the example of INTERFACE.md and broken input.
  */
 #include "harness.h"
 #include "load.h"
@@ -115,6 +116,76 @@ static double wait_empty(uint64_t id, double timeout)
 	}
 }
 
+static void check_json(void)
+{
+	static const char ok[] =
+		"{\"version\": \"0.1.0\", \"mode\": \"exact\",\n"
+		" \"cgroups\": [\n"
+		"  {\"cgroup\": \"/demo/a\", \"id\": 4242,\n"
+		"   \"usage_pages\": 1536, \"usage_bytes\": 6291456, \"peak_pages\": 2048,"
+		" \"sockets\": 12,\n"
+		"   \"limit_pages\": 4096, \"min_pages\": null, \"pressure_pages\": 3072,"
+		" \"max_pages\": 4096,\n"
+		"   \"state\": \"normal\", \"failcnt\": 0, \"pressure_events\": 3},\n"
+		"  {\"id\": -1, \"cgroup\": \"/d\\u00e9mo/\\\"q\\\"\", \"nested\": {\"a\": [1, 2.5e3, true, false, null, {}]},"
+		" \"usage_pages\": 1.5, \"state\": 7}\n"
+		" ]}\n";
+	static const char *const bad[] = {
+		"", "{", "{\"a\": 1,}", "{\"a\": [1, 2,]}", "{\"a\": 01}", "{\"a\": NaN}",
+		"{\"a\": \"x\ty\"}", "{\"a\": \"\\x\"}", "{'a': 1}", "{\"a\": 1} x",
+		"{\"a\": \"\\ud800\"}", "{\"a\" 1}", "[1] [2]", "{\"a\": -}", "{\"a\": 1.}",
+	};
+	char buf[64];
+	int64_t v;
+
+	ASSERT_TRUE(json_valid(ok));
+	ASSERT_EQ(json_string_field(ok, "mode", buf, sizeof(buf)), JSON_FOUND);
+	ASSERT_TRUE(!strcmp(buf, "exact"));
+	ASSERT_EQ(json_string_field(ok, "nope", buf, sizeof(buf)), JSON_MISSING);
+	ASSERT_EQ(json_string_field(ok, "cgroups", buf, sizeof(buf)), JSON_BAD);
+	ASSERT_EQ(json_string_field(ok, "version", buf, 3), JSON_BAD);	/* too long */
+	ASSERT_EQ(json_cgroup_count(ok), 2);
+	ASSERT_EQ(json_cgroup_field(ok, "/demo/a", "usage_pages", &v), JSON_FOUND);
+	ASSERT_EQ(v, 1536);
+	ASSERT_EQ(json_cgroup_field(ok, "/demo/a", "pressure_events", &v), JSON_FOUND);
+	ASSERT_EQ(v, 3);
+	ASSERT_EQ(json_cgroup_field(ok, "/demo/a", "min_pages", &v), JSON_NULL);
+	ASSERT_EQ(json_cgroup_field(ok, "/demo/a", "nope", &v), JSON_MISSING);
+	ASSERT_EQ(json_cgroup_field(ok, "/demo/b", "usage_pages", &v), JSON_MISSING);
+	ASSERT_EQ(json_cgroup_field(ok, "/demo/a", "state", &v), JSON_BAD);
+	ASSERT_EQ(json_cgroup_string(ok, "/demo/a", "state", buf, sizeof(buf)), JSON_FOUND);
+	ASSERT_TRUE(!strcmp(buf, "normal"));
+	/* escapes decode; members in any order; non-integers refused */
+	ASSERT_EQ(json_cgroup_name(ok, 1, buf, sizeof(buf)), JSON_FOUND);
+	ASSERT_TRUE(!strcmp(buf, "/d\xc3\xa9mo/\"q\""));
+	ASSERT_EQ(json_cgroup_field(ok, buf, "id", &v), JSON_FOUND);
+	ASSERT_EQ(v, -1);
+	ASSERT_EQ(json_cgroup_field(ok, buf, "usage_pages", &v), JSON_BAD);
+	ASSERT_EQ(json_cgroup_name(ok, 2, buf, sizeof(buf)), JSON_MISSING);
+	/* an absolute path below the mount names the same cgroup */
+	if (cg_root()) {
+		char abs[4200], doc[4400];
+
+		snprintf(abs, sizeof(abs), "%s/x/y", cg_root());
+		snprintf(doc, sizeof(doc), "{\"cgroups\":[{\"cgroup\":\"/x/y\",\"usage_pages\":7}]}");
+		ASSERT_EQ(json_cgroup_field(doc, abs, "usage_pages", &v), JSON_FOUND);
+		ASSERT_EQ(v, 7);
+	}
+	ASSERT_EQ(json_int_field("{\"n\": 9223372036854775807}", "n", &v), JSON_FOUND);
+	ASSERT_EQ(v, INT64_MAX);
+	ASSERT_EQ(json_int_field("{\"n\": 9223372036854775808}", "n", &v), JSON_BAD);
+	ASSERT_EQ(json_cgroup_count("{\"cgroups\": []}"), 0);
+	ASSERT_EQ(json_cgroup_count("{\"cgroups\": {}}"), JSON_BAD);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (json_valid(bad[i]))
+			test_log("accepted invalid JSON: %s", bad[i]);
+		EXPECT_FALSE(json_valid(bad[i]));
+		EXPECT_EQ(json_string_field(bad[i], "a", buf, sizeof(buf)), JSON_BAD);
+	}
+	test_log("json helpers: ok on the INTERFACE.md example, %zu broken documents refused",
+		 sizeof(bad) / sizeof(bad[0]));
+}
+
 int main(void)
 {
 	struct skmem_total t, t2, s;
@@ -127,6 +198,7 @@ int main(void)
 	double secs;
 
 	test_init();
+	check_json();
 	ASSERT_OK(lo_up());
 	cg = cg_create("oracle");
 	id = cg_id(cg);
@@ -270,7 +342,8 @@ int main(void)
 	/* --- short connections: many, fast, nothing left behind */
 	ASSERT_OK(short_connections_ex(cg, AF_INET, 10000, &secs));
 	test_log("10000 short v4 connections in %.2f s", secs);
-	EXPECT_LT(secs * 1000, 10000);
+	/* 0.2 s on the host; ~10 s under qemu TCG emulation */
+	EXPECT_LT(secs, 60);
 	if (v6) {
 		ASSERT_OK(short_connections_ex(cg, AF_INET6, 2000, &secs));
 		test_log("2000 short v6 connections in %.2f s", secs);
