@@ -16,6 +16,7 @@
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
+#include "cgwatch.h"
 #include "control.h"
 #include "daemon.h"
 #include "log.h"
@@ -105,28 +106,41 @@ static int arm_timer(int fd, unsigned ms)
 	return timerfd_settime(fd, 0, &its, NULL) ? -errno : 0;
 }
 
-/* Periodic work: follow the cgroup tree (new cgroups get their limits, gone
- * ones leave the maps) and, in sampled mode, reconcile every socket. */
-static void poll_tick(struct daemon *d)
+/* Follow the cgroup tree: new cgroups get their limits, gone ones leave the maps. */
+static void tree_changed(struct daemon *d, int watch_fd)
 {
 	size_t pruned = 0;
 
-	if (loader_mode(d->bpf) == TCPBUF_MODE_SAMPLED)
-		loader_reconcile(d->bpf);
 	if (cgroup_tree_scan(&d->tree))
 		return;
+	if (watch_fd >= 0)
+		cgwatch_sync(watch_fd, &d->tree);
 	limits_apply(d);
 	status_prune(loader_usage_fd(d->bpf), &d->tree, &pruned);
 	if (pruned)
 		log_debug("forgot %zu removed cgroups", pruned);
 }
 
+static int epoll_add(int ep, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+
+	return epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+static bool timer_expired(int fd)
+{
+	uint64_t ticks;
+
+	return read(fd, &ticks, sizeof(ticks)) == sizeof(ticks);
+}
+
 static int event_loop(struct daemon *d)
 {
-	struct epoll_event ev, events[8];
+	struct epoll_event events[8];
 	struct signalfd_siginfo si;
 	sigset_t mask;
-	int ep, sfd, tfd, n, i;
+	int ep, sfd, poll_fd, sample_fd, watch_fd, n, i;
 	bool running = true;
 
 	sigemptyset(&mask);
@@ -135,19 +149,25 @@ static int event_loop(struct daemon *d)
 	sigaddset(&mask, SIGHUP);
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-	tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	poll_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	sample_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	ep = epoll_create1(EPOLL_CLOEXEC);
-	if (sfd < 0 || tfd < 0 || ep < 0)
+	if (sfd < 0 || poll_fd < 0 || sample_fd < 0 || ep < 0)
 		return -errno;
-	arm_timer(tfd, d->cfg.poll_interval_ms);
-
-	ev.events = EPOLLIN;
-	ev.data.fd = sfd;
-	epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev);
-	ev.data.fd = tfd;
-	epoll_ctl(ep, EPOLL_CTL_ADD, tfd, &ev);
-	ev.data.fd = d->ctl_fd;
-	epoll_ctl(ep, EPOLL_CTL_ADD, d->ctl_fd, &ev);
+	/* The poll timer is the safety net; inotify makes new cgroups prompt. */
+	watch_fd = cgwatch_open();
+	if (watch_fd < 0)
+		log_warn("cannot watch the cgroup tree (%s); new cgroups are seen every %u ms",
+			 strerror(-watch_fd), d->cfg.poll_interval_ms);
+	else if (cgwatch_sync(watch_fd, &d->tree) || epoll_add(ep, watch_fd))
+		log_warn("cgroup tree watch incomplete; polling every %u ms", d->cfg.poll_interval_ms);
+	arm_timer(poll_fd, d->cfg.poll_interval_ms);
+	if (loader_mode(d->bpf) == TCPBUF_MODE_SAMPLED)
+		arm_timer(sample_fd, d->cfg.sample_interval_ms);
+	epoll_add(ep, sfd);
+	epoll_add(ep, poll_fd);
+	epoll_add(ep, sample_fd);
+	epoll_add(ep, d->ctl_fd);
 
 	while (running) {
 		n = epoll_wait(ep, events, 8, -1);
@@ -163,11 +183,15 @@ static int event_loop(struct daemon *d)
 					else
 						running = false;
 				}
-			} else if (fd == tfd) {
-				uint64_t ticks;
-
-				if (read(tfd, &ticks, sizeof(ticks)) == sizeof(ticks))
-					poll_tick(d);
+			} else if (fd == poll_fd) {
+				if (timer_expired(poll_fd))
+					tree_changed(d, watch_fd);
+			} else if (fd == sample_fd) {
+				if (timer_expired(sample_fd))
+					loader_reconcile(d->bpf);
+			} else if (fd == watch_fd) {
+				if (cgwatch_drain(watch_fd) > 0)
+					tree_changed(d, watch_fd);
 			} else if (fd == d->ctl_fd) {
 				int r = control_serve(d->ctl_fd, commands_handle, d);
 
@@ -176,8 +200,11 @@ static int event_loop(struct daemon *d)
 			}
 		}
 	}
+	if (watch_fd >= 0)
+		close(watch_fd);
 	close(ep);
-	close(tfd);
+	close(sample_fd);
+	close(poll_fd);
 	close(sfd);
 	return 0;
 }
