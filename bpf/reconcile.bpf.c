@@ -29,3 +29,16 @@ int reconcile_tcp(struct bpf_iter__tcp *ctx)
 	sample_socket((struct sock *)tp);
 	return 0;
 }
+
+/* Emit the cgroup id of every socket-storage entry: lets the daemon show how
+ * many sockets carry tcpbufd state, and tests prove none are left behind
+ * (bpftool cannot dump socket storage). */
+SEC("iter/bpf_sk_storage_map")
+int list_sock_charges(struct bpf_iter__bpf_sk_storage_map *ctx)
+{
+	struct sock_charge *sc = ctx->value;
+
+	if (sc)
+		bpf_seq_write(ctx->meta->seq, &sc->cgroup_id, sizeof(sc->cgroup_id));
+	return 0;
+}

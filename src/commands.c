@@ -148,7 +148,8 @@ static int cmd_status(struct daemon *d, const struct request *req, const struct 
 	}
 	status_filter(&rows, filters, n);
 	if (req->json)
-		status_print_json(out, &rows, tcpbuf_mode_name(loader_mode(d->bpf)));
+		status_print_json(out, &rows, tcpbuf_mode_name(loader_mode(d->bpf)),
+				  loader_count_sock_charges(d->bpf));
 	else
 		status_print_table(out, &rows, tcpbuf_mode_name(loader_mode(d->bpf)));
 	status_rows_free(&rows);

@@ -28,6 +28,9 @@ int loader_limits_fd(const struct tcpbuf_bpf *bpf);
 /* Bring every TCP socket's charge up to its footprint now (iter/tcp). */
 int loader_reconcile(struct tcpbuf_bpf *bpf);
 
+/* Sockets carrying tcpbufd state in socket storage, or negative errno. */
+long loader_count_sock_charges(struct tcpbuf_bpf *bpf);
+
 /* Whether this kernel lets fentry/fexit programs load; probed once, cached. */
 bool bpf_trampoline_supported(void);
 

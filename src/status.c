@@ -150,11 +150,16 @@ static __s64 nonneg(__s64 v)
 	return v < 0 ? 0 : v;
 }
 
-void status_print_json(FILE *f, const struct status_rows *rows, const char *mode)
+void status_print_json(FILE *f, const struct status_rows *rows, const char *mode,
+		       long sock_entries)
 {
 	size_t i;
 
-	fprintf(f, "{\"version\": \"%s\", \"mode\": \"%s\",\n \"cgroups\": [", TCPBUFD_VERSION, mode);
+	fprintf(f, "{\"version\": \"%s\", \"mode\": \"%s\", ", TCPBUFD_VERSION, mode);
+	if (sock_entries >= 0)
+		fprintf(f, "\"socket_entries\": %ld,\n \"cgroups\": [", sock_entries);
+	else
+		fputs("\"socket_entries\": null,\n \"cgroups\": [", f);
 	for (i = 0; i < rows->n; i++) {
 		const struct status_row *r = &rows->rows[i];
 		const struct cgroup_limits *l = &r->limits;

@@ -28,7 +28,9 @@ void status_rows_free(struct status_rows *rows);
 /* Keep only the rows in the subtrees of @filters (relative paths); n == 0 keeps all. */
 void status_filter(struct status_rows *rows, char **filters, size_t n);
 
-void status_print_json(FILE *f, const struct status_rows *rows, const char *mode);
+/* @sock_entries: sockets holding tcpbufd state; negative = unknown (printed as null). */
+void status_print_json(FILE *f, const struct status_rows *rows, const char *mode,
+		       long sock_entries);
 void status_print_table(FILE *f, const struct status_rows *rows, const char *mode);
 
 /* Remove usage entries of cgroups that no longer exist and hold nothing. */
