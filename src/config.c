@@ -334,12 +334,14 @@ static int set_rule_path(struct parse_ctx *ctx, const struct key *k, const char 
 	if (ret)
 		return fail(ctx, ctx->line, "%s=%s: not a cgroup path (must start with '/', "
 			    "no '.' or '..')", k->name, value);
-	/* A common slip, and it would silently match nothing. */
+	/*
+	 * A common slip, and it would silently match nothing. No rewrite is
+	 * suggested: on hybrid hosts the v2 mount is /sys/fs/cgroup/unified.
+	 */
 	if (strncmp(norm, mount, sizeof(mount) - 1) == 0 &&
 	    (norm[sizeof(mount) - 1] == '/' || norm[sizeof(mount) - 1] == '\0'))
-		return fail(ctx, ctx->line, "%s=%s: is relative to the cgroup v2 mount: write "
-			    "%s", k->name, value,
-			    norm[sizeof(mount) - 1] ? norm + sizeof(mount) - 1 : "/");
+		return fail(ctx, ctx->line, "%s=%s: is relative to the cgroup v2 mount: "
+			    "leave out the mount point", k->name, value);
 	free(ctx->rule.pattern);
 	ctx->rule.pattern = strdup(norm);
 	if (!ctx->rule.pattern)

@@ -353,7 +353,7 @@ static const struct error_case error_cases[] = {
 	{ "", { CG("Path=/a/../b\nLimit=4\n") },
 	  "10-a.conf:2: Path=/a/../b: not a cgroup path (must start with '/', no '.' or '..')" },
 	{ "", { CG("Path=/sys/fs/cgroup/system.slice\nLimit=4\n") },
-	  "10-a.conf:2: Path=/sys/fs/cgroup/system.slice: is relative to the cgroup v2 mount: write /system.slice" },
+	  "10-a.conf:2: Path=/sys/fs/cgroup/system.slice: is relative to the cgroup v2 mount: leave out the mount point" },
 	/* thresholds: above the ceiling, out of order */
 	{ "", { CG("Path=/a\nLimit=4\nMax=5\n") },
 	  "10-a.conf:4: Max= (5 pages) is above Limit= (4 pages): thresholds must keep Min <= Pressure <= Max <= Limit" },
