@@ -37,7 +37,9 @@ static const char *const exact_links[] = {
 	"forced_mem_schedule",
 #endif
 };
-static const char *const sampled_links[] = { "send_length", "recv_length", "destroy_sock" };
+/* send_length/recv_length exist from kernel 6.3 on; without them sampling
+ * relies on destroy and the periodic reconcile alone. */
+static const char *const sampled_links[] = { "destroy_sock" };
 
 const char *tcpbuf_mode_name(enum tcpbuf_mode mode)
 {
@@ -171,6 +173,8 @@ static int attach_and_pin(struct tcpbuf_bpf *bpf, struct bpf_object *obj)
 	bpf_object__for_each_program(prog, obj) {
 		struct bpf_link *link;
 
+		if (!bpf_program__autoload(prog))
+			continue;
 		if (!strcmp(bpf_program__name(prog), "list_sock_charges")) {
 			DECLARE_LIBBPF_OPTS(bpf_iter_attach_opts, o);
 			union bpf_iter_link_info info = {};
@@ -223,6 +227,22 @@ static int load_exact(struct tcpbuf_bpf *bpf)
 	return err;
 }
 
+static void disable_missing_tracepoints(struct bpf_object *obj)
+{
+	struct bpf_program *prog;
+
+	bpf_object__for_each_program(prog, obj) {
+		const char *tp = strchr(bpf_program__section_name(prog), '/');
+
+		if (bpf_program__type(prog) != BPF_PROG_TYPE_TRACING || !tp)
+			continue;
+		if (libbpf_find_vmlinux_btf_id(tp + 1, BPF_TRACE_RAW_TP) < 0) {
+			log_info("tracepoint %s not in this kernel; sampling without it", tp + 1);
+			bpf_program__set_autoload(prog, false);
+		}
+	}
+}
+
 static int load_sampled(struct tcpbuf_bpf *bpf)
 {
 	struct bpf_object_open_opts o = open_opts(bpf);
@@ -232,6 +252,7 @@ static int load_sampled(struct tcpbuf_bpf *bpf)
 	skel = account_sampled__open_opts(&o);
 	if (!skel)
 		return -errno;
+	disable_missing_tracepoints(skel->obj);
 	err = account_sampled__load(skel);
 	if (!err)
 		err = attach_and_pin(bpf, skel->obj);

@@ -20,6 +20,7 @@
 #include "control.h"
 #include "daemon.h"
 #include "log.h"
+#include "notify.h"
 #include "status.h"
 
 #define DEFAULT_CONFIG "/etc/tcpbufd.conf"
@@ -81,9 +82,11 @@ int daemon_reload(struct daemon *d, char *err, size_t errlen)
 		err = buf;
 		errlen = sizeof(buf);
 	}
+	notify_reloading();
 	r = load_config(d, &next, err, errlen);
 	if (r) {
 		log_err("reload refused, running configuration kept: %s", err);
+		notify_reloaded(tcpbuf_mode_name(loader_mode(d->bpf)), d->limited_cgroups, err);
 		return r;
 	}
 	config_free(&d->cfg);
@@ -93,6 +96,8 @@ int daemon_reload(struct daemon *d, char *err, size_t errlen)
 	if (!r)
 		log_info("configuration reloaded: %zu rules, %u cgroups limited", d->cfg.n_rules,
 			 d->limited_cgroups);
+	notify_reloaded(tcpbuf_mode_name(loader_mode(d->bpf)), d->limited_cgroups,
+			r ? "cannot apply limits" : NULL);
 	return r;
 }
 
@@ -119,6 +124,8 @@ static void tree_changed(struct daemon *d, int watch_fd)
 	status_prune(loader_usage_fd(d->bpf), &d->tree, &pruned);
 	if (pruned)
 		log_debug("forgot %zu removed cgroups", pruned);
+	notify_status(tcpbuf_mode_name(loader_mode(d->bpf)), d->limited_cgroups);
+	log_state_flush();
 }
 
 static int epoll_add(int ep, int fd)
@@ -141,6 +148,7 @@ static int event_loop(struct daemon *d)
 	struct signalfd_siginfo si;
 	sigset_t mask;
 	int ep, sfd, poll_fd, sample_fd, watch_fd, n, i;
+	int watchdog_fd = notify_watchdog_timer();
 	bool running = true;
 
 	sigemptyset(&mask);
@@ -168,6 +176,8 @@ static int event_loop(struct daemon *d)
 	epoll_add(ep, poll_fd);
 	epoll_add(ep, sample_fd);
 	epoll_add(ep, d->ctl_fd);
+	if (watchdog_fd >= 0)
+		epoll_add(ep, watchdog_fd);
 
 	while (running) {
 		n = epoll_wait(ep, events, 8, -1);
@@ -192,6 +202,9 @@ static int event_loop(struct daemon *d)
 			} else if (fd == watch_fd) {
 				if (cgwatch_drain(watch_fd) > 0)
 					tree_changed(d, watch_fd);
+			} else if (fd == watchdog_fd) {
+				if (timer_expired(watchdog_fd))
+					notify_watchdog();
 			} else if (fd == d->ctl_fd) {
 				int r = control_serve(d->ctl_fd, commands_handle, d);
 
@@ -202,6 +215,8 @@ static int event_loop(struct daemon *d)
 	}
 	if (watch_fd >= 0)
 		close(watch_fd);
+	if (watchdog_fd >= 0)
+		close(watchdog_fd);
 	close(ep);
 	close(sample_fd);
 	close(poll_fd);
@@ -318,7 +333,9 @@ int main(int argc, char **argv)
 	if (!r) {
 		log_info("ready: %u cgroups limited, control socket %s", d.limited_cgroups,
 			 daemon_socket_path(&d));
+		notify_ready(tcpbuf_mode_name(loader_mode(d.bpf)), d.limited_cgroups);
 		r = event_loop(&d);
+		notify_stopping();
 	}
 	control_close(d.ctl_fd, d.ctl_fd >= 0 ? daemon_socket_path(&d) : NULL);
 	loader_close(d.bpf);
