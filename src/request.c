@@ -250,7 +250,7 @@ static const struct command *find_command(const char *name)
 	return NULL;
 }
 
-/* Split "a\nb\n" into words; a missing final '\n' is forgiven. */
+/* Split "a\nb\n" into words; the caller made sure the last one ends in '\n'. */
 static int split_words(const char *buf, size_t len, struct words *w)
 {
 	size_t n = 0;
@@ -262,7 +262,6 @@ static int split_words(const char *buf, size_t len, struct words *w)
 	w->copy[len] = '\0';
 	for (size_t i = 0; i < len; i++)
 		n += buf[i] == '\n';
-	n += buf[len - 1] != '\n';
 	w->argv = calloc(n, sizeof(*w->argv));
 	if (!w->argv)
 		return -ENOMEM;
@@ -312,6 +311,11 @@ int request_parse(const char *buf, size_t len, struct request *req,
 	}
 	if (memchr(buf, '\0', len)) {
 		set_err(err, errlen, "embedded NUL");
+		return -EINVAL;
+	}
+	/* A client cut off mid-word must not run what it did send ("unset\n/a" of "/ab"). */
+	if (buf[len - 1] != '\n') {
+		set_err(err, errlen, "incomplete request: no '\\n' after the last word");
 		return -EINVAL;
 	}
 	ret = split_words(buf, len, &w);

@@ -48,7 +48,8 @@ struct request {
 
 /*
  * Parse and validate one request of @len bytes (not NUL-terminated). The
- * last word's '\n' may be missing. Returns 0, -EINVAL with a one-line
+ * last word must end in '\n' too: a request cut short by a dying client is
+ * refused, never run. Returns 0, -EINVAL with a one-line
  * reason in @err naming the field ("set: PRESSURE: bad size 'x'"), or
  * -ENOMEM. On error *req holds nothing that needs request_free().
  * The ceiling check of "set" needs the configuration: that is the daemon's.

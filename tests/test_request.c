@@ -23,7 +23,6 @@ struct accept_case {
 
 static const struct accept_case accept_cases[] = {
 	{ "status all", "status\n", REQ_STATUS, false, { NULL }, 0, 0, 0, 0 },
-	{ "status no final newline", "status", REQ_STATUS, false, { NULL }, 0, 0, 0, 0 },
 	{ "status json", "status\n--json\n", REQ_STATUS, true, { NULL }, 0, 0, 0, 0 },
 	{ "status cgroups, json anywhere", "status\n/demo/a\n--json\n/sys/fs/cgroup/demo/b\n",
 	  REQ_STATUS, true, { "/demo/a", "/sys/fs/cgroup/demo/b" }, 0, 0, 0, 0 },
@@ -85,6 +84,8 @@ static const struct reject_case reject_cases[] = {
 	{ "foo\n", 0, "unknown command 'foo'" },
 	{ "STATUS\n", 0, "unknown command 'STATUS'" },
 	{ "status\0\n", 8, "embedded NUL" },
+	{ "status", 0, "incomplete request: no '\\n' after the last word" },
+	{ "unset\n/a", 0, "incomplete request: no '\\n' after the last word" },
 	{ "set-limit\n/a\x00x\n64M\n", 17, "embedded NUL" },
 	{ "bad\x01\n", 0, "unknown command 'bad?'" },
 	{ "status\n--yaml\n", 0, "status: unknown option '--yaml'" },
