@@ -1,17 +1,68 @@
 // SPDX-License-Identifier: GPL-2.0
+/*
+ * The control socket. Connections are served side by side from one epoll
+ * set and never block the daemon: a client that is slow, silent or hostile
+ * is cut off at its deadline, and meanwhile every other client, signal and
+ * timer is served. The fd control_listen() returns is that epoll set.
+ *
+ * A connection reads its request until EOF (at most REQUEST_MAX_BYTES + 1
+ * bytes, READ_TIMEOUT_MS in all), runs it, then writes the reply
+ * (WRITE_TIMEOUT_MS in all). If the client is still sending when the reply
+ * is out (a request too large), the rest is read and dropped until it
+ * stops, so that the client reads the reply rather than a reset.
+ */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <grp.h>
 #include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/time.h>
+#include <sys/timerfd.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 #include "control.h"
 #include "log.h"
+
+#define MAX_CONNS		32	/* more wait in the listen backlog */
+#define READ_TIMEOUT_MS		1000	/* connect to EOF of the request */
+#define WRITE_TIMEOUT_MS	5000	/* to deliver the reply */
+#define DRAIN_TIMEOUT_MS	1000	/* to stop sending after a refusal */
+
+#define TAG_LISTEN	UINT32_MAX
+#define TAG_TIMER	(UINT32_MAX - 1)
+
+enum conn_state { CONN_FREE, CONN_READING, CONN_WRITING, CONN_DRAINING };
+
+struct conn {
+	enum conn_state state;
+	int fd;
+	struct peer peer;
+	uint64_t deadline_ms;	/* CLOCK_MONOTONIC */
+	char *buf;		/* the request, then the reply */
+	size_t len, cap, sent;
+	bool eof;		/* the client finished sending */
+};
+
+static struct {
+	int ep, listen_fd, timer_fd;
+	bool accepting;
+	size_t n_conns;
+	struct conn conns[MAX_CONNS];
+} ctl = { .ep = -1, .listen_fd = -1, .timer_fd = -1 };
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static int mkdir_parent(const char *path)
 {
@@ -29,7 +80,7 @@ static int mkdir_parent(const char *path)
 	return 0;
 }
 
-int control_listen(const char *path, unsigned mode, const char *group)
+static int listen_socket(const char *path, unsigned mode, const char *group)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int fd, err;
@@ -66,124 +117,325 @@ fail:
 	return err;
 }
 
+static int ep_ctl(int op, int fd, uint32_t events, uint32_t tag)
+{
+	struct epoll_event ev = { .events = events, .data.u32 = tag };
+
+	return epoll_ctl(ctl.ep, op, fd, &ev) ? -errno : 0;
+}
+
+int control_listen(const char *path, unsigned mode, const char *group)
+{
+	int err;
+
+	ctl.listen_fd = listen_socket(path, mode, group);
+	if (ctl.listen_fd < 0)
+		return ctl.listen_fd;
+	ctl.ep = epoll_create1(EPOLL_CLOEXEC);
+	ctl.timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (ctl.ep < 0 || ctl.timer_fd < 0) {
+		err = -errno;
+		goto fail;
+	}
+	err = ep_ctl(EPOLL_CTL_ADD, ctl.listen_fd, EPOLLIN, TAG_LISTEN);
+	if (!err)
+		err = ep_ctl(EPOLL_CTL_ADD, ctl.timer_fd, EPOLLIN, TAG_TIMER);
+	if (err)
+		goto fail;
+	ctl.accepting = true;
+	return ctl.ep;
+fail:
+	control_close(-1, NULL);
+	unlink(path);
+	return err;
+}
+
+static void conn_close(struct conn *c)
+{
+	close(c->fd); /* also leaves the epoll set */
+	free(c->buf);
+	*c = (struct conn){ .state = CONN_FREE, .fd = -1 };
+	ctl.n_conns--;
+}
+
 void control_close(int fd, const char *path)
 {
-	if (fd >= 0)
-		close(fd);
+	size_t i;
+
+	(void)fd; /* ctl.ep */
+	for (i = 0; i < MAX_CONNS; i++)
+		if (ctl.conns[i].state != CONN_FREE)
+			conn_close(&ctl.conns[i]);
+	if (ctl.listen_fd >= 0)
+		close(ctl.listen_fd);
+	if (ctl.timer_fd >= 0)
+		close(ctl.timer_fd);
+	if (ctl.ep >= 0)
+		close(ctl.ep);
+	ctl.listen_fd = ctl.timer_fd = ctl.ep = -1;
 	if (path)
 		unlink(path);
 }
 
-/* Read until the client shuts down its side. A slow or silent client is cut
- * off after a second, so it cannot hold the daemon. */
-static ssize_t read_request(int fd, char *buf, size_t cap)
+static void accept_new(void)
 {
-	struct timeval tv = { .tv_sec = 1 };
-	size_t len = 0;
-	ssize_t n;
-
-	setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	while (len < cap) {
-		n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			break;
-		len += n;
-	}
-	return len;
-}
-
-static void write_all(int fd, const char *buf, size_t len)
-{
-	struct timeval tv = { .tv_sec = 1 };
-	ssize_t n;
-
-	setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	while (len) {
-		n = send(fd, buf, len, MSG_NOSIGNAL);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return;
-		buf += n;
-		len -= n;
-	}
-}
-
-static void answer(int fd, int code, const char *body, size_t len)
-{
-	char head[4];
-
-	snprintf(head, sizeof(head), "%d\n", code);
-	write_all(fd, head, strlen(head));
-	write_all(fd, body, len);
-}
-
-static int handle(int fd, control_handler handler, void *ctx)
-{
-	static char buf[REQUEST_MAX_BYTES + 1];
 	struct ucred cred;
 	socklen_t cl = sizeof(cred);
+	size_t i;
+	int fd;
+
+	while (ctl.n_conns < MAX_CONNS) {
+		fd = accept4(ctl.listen_fd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (fd < 0) {
+			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+				log_warn("control socket: accept: %s", strerror(errno));
+			return;
+		}
+		/* Who connected, as the kernel recorded it at connect(). */
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl)) {
+			close(fd);
+			continue;
+		}
+		for (i = 0; ctl.conns[i].state != CONN_FREE; i++)
+			;
+		if (ep_ctl(EPOLL_CTL_ADD, fd, EPOLLIN, i)) {
+			close(fd);
+			continue;
+		}
+		ctl.conns[i] = (struct conn){
+			.state = CONN_READING, .fd = fd,
+			.peer = { .pid = cred.pid, .uid = cred.uid, .gid = cred.gid },
+			.deadline_ms = now_ms() + READ_TIMEOUT_MS,
+		};
+		ctl.n_conns++;
+	}
+	/* Full: leave the rest in the backlog until a connection ends. */
+	if (ctl.accepting && !ep_ctl(EPOLL_CTL_MOD, ctl.listen_fd, 0, TAG_LISTEN))
+		ctl.accepting = false;
+}
+
+/* Replace the request with the reply: status digit line, then the body. */
+static void set_reply(struct conn *c, int code, const char *body, size_t len)
+{
+	char *buf = malloc(len + 2);
+
+	free(c->buf);
+	c->buf = buf;
+	c->len = c->sent = 0;
+	c->cap = buf ? len + 2 : 0;
+	if (!buf)
+		return; /* nothing to say: the connection closes */
+	buf[0] = '0' + code;
+	buf[1] = '\n';
+	memcpy(buf + 2, body, len);
+	c->len = len + 2;
+}
+
+/* A one-line refusal or failure: "why\n". */
+static void set_error(struct conn *c, int code, const char *why)
+{
+	char line[600];
+	int n = snprintf(line, sizeof(line), "%s\n", why);
+
+	if (n >= (int)sizeof(line))
+		n = sizeof(line) - 1, line[n - 1] = '\n';
+	set_reply(c, code, line, n);
+}
+
+static void run_request(struct conn *c, control_handler handler, void *ctx)
+{
 	struct request req;
-	struct peer peer;
 	char err[512] = "";
 	char *out = NULL;
 	size_t out_len = 0;
 	FILE *f;
-	ssize_t len;
 	int code;
 
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl))
-		return -errno;
-	peer = (struct peer){ .pid = cred.pid, .uid = cred.uid, .gid = cred.gid };
-	/* Keep blocking I/O with timeouts for the one exchange on this fd. */
-	len = read_request(fd, buf, sizeof(buf));
-	if (len < 0)
-		return len;
-	if ((size_t)len > REQUEST_MAX_BYTES) {
+	if (c->len > REQUEST_MAX_BYTES) {
 		snprintf(err, sizeof(err), "request: message larger than %d bytes", REQUEST_MAX_BYTES);
-		answer(fd, 2, err, strlen(err));
-		return 0;
+		set_error(c, 2, err);
+		return;
 	}
-	if (request_parse(buf, len, &req, err, sizeof(err))) {
-		size_t n = strlen(err);
-
-		err[n] = '\n';
-		answer(fd, 2, err, n + 1);
-		return 0;
+	if (!c->eof) {
+		snprintf(err, sizeof(err), "request: not finished within %d ms (send the words, "
+			 "then shut down the sending side)", READ_TIMEOUT_MS);
+		set_error(c, 2, err);
+		return;
+	}
+	if (request_parse(c->buf, c->len, &req, err, sizeof(err))) {
+		set_error(c, 2, err);
+		return;
 	}
 	f = open_memstream(&out, &out_len);
 	if (!f) {
 		request_free(&req);
-		return -ENOMEM;
+		set_error(c, 1, "out of memory");
+		return;
 	}
-	code = handler(ctx, &req, &peer, f, err, sizeof(err));
-	fclose(f);
+	code = handler(ctx, &req, &c->peer, f, err, sizeof(err));
 	request_free(&req);
-	if (code) {
-		size_t n = strlen(err);
-
-		if (n < sizeof(err) - 1)
-			err[n++] = '\n';
-		answer(fd, code, err, n);
-	} else {
-		answer(fd, 0, out, out_len);
+	if (fclose(f)) {
+		free(out);
+		set_error(c, 1, "out of memory");
+		return;
 	}
+	if (code)
+		set_error(c, code, err[0] ? err : "failed");
+	else
+		set_reply(c, 0, out, out_len);
 	free(out);
-	return 0;
 }
 
-int control_serve(int listen_fd, control_handler handler, void *ctx)
+static void start_reply(struct conn *c, control_handler handler, void *ctx)
 {
-	int fd, err;
+	run_request(c, handler, ctx);
+	c->state = CONN_WRITING;
+	c->deadline_ms = now_ms() + WRITE_TIMEOUT_MS;
+	if (ep_ctl(EPOLL_CTL_MOD, c->fd, EPOLLOUT, c - ctl.conns))
+		conn_close(c);
+}
 
-	fd = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
-	if (fd < 0)
-		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
-	err = handle(fd, handler, ctx);
-	close(fd);
-	return err;
+static void on_readable(struct conn *c, control_handler handler, void *ctx)
+{
+	char sink[4096];
+	ssize_t n;
+
+	for (;;) {
+		if (c->state == CONN_DRAINING) {
+			n = recv(c->fd, sink, sizeof(sink), MSG_DONTWAIT);
+		} else {
+			if (c->len == c->cap) {
+				size_t cap = c->cap ? c->cap * 2 : 1024;
+				char *p;
+
+				if (cap > REQUEST_MAX_BYTES + 1)
+					cap = REQUEST_MAX_BYTES + 1;
+				p = realloc(c->buf, cap);
+				if (!p) {
+					conn_close(c);
+					return;
+				}
+				c->buf = p;
+				c->cap = cap;
+			}
+			n = recv(c->fd, c->buf + c->len, c->cap - c->len, MSG_DONTWAIT);
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			if (n < 0 || c->state == CONN_DRAINING) {
+				conn_close(c);
+				return;
+			}
+			c->eof = true;
+			start_reply(c, handler, ctx);
+			return;
+		}
+		if (c->state == CONN_DRAINING)
+			continue;
+		c->len += n;
+		if (c->len > REQUEST_MAX_BYTES) {
+			start_reply(c, handler, ctx); /* too large: no need to wait for the rest */
+			return;
+		}
+	}
+}
+
+static void on_writable(struct conn *c)
+{
+	ssize_t n;
+
+	while (c->sent < c->len) {
+		n = send(c->fd, c->buf + c->sent, c->len - c->sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		if (n <= 0) {
+			conn_close(c);
+			return;
+		}
+		c->sent += n;
+	}
+	if (c->eof) {
+		conn_close(c);
+		return;
+	}
+	/* The client is still sending: read and drop it until it stops. */
+	shutdown(c->fd, SHUT_WR);
+	c->state = CONN_DRAINING;
+	c->deadline_ms = now_ms() + DRAIN_TIMEOUT_MS;
+	if (ep_ctl(EPOLL_CTL_MOD, c->fd, EPOLLIN, c - ctl.conns))
+		conn_close(c);
+}
+
+static void expire(control_handler handler, void *ctx)
+{
+	uint64_t now = now_ms(), next = 0;
+	struct itimerspec its = {};
+	size_t i;
+
+	for (i = 0; i < MAX_CONNS; i++) {
+		struct conn *c = &ctl.conns[i];
+
+		if (c->state == CONN_FREE || c->deadline_ms > now)
+			continue;
+		if (c->state == CONN_READING) {
+			log_debug("control socket: pid %d sent no complete request within %d ms",
+				  c->peer.pid, READ_TIMEOUT_MS);
+			start_reply(c, handler, ctx);
+			if (c->state == CONN_WRITING)
+				on_writable(c);
+		} else {
+			conn_close(c);
+		}
+	}
+	/* One timer for the earliest deadline. */
+	for (i = 0; i < MAX_CONNS; i++)
+		if (ctl.conns[i].state != CONN_FREE &&
+		    (!next || ctl.conns[i].deadline_ms < next))
+			next = ctl.conns[i].deadline_ms;
+	if (next) {
+		its.it_value.tv_sec = next / 1000;
+		its.it_value.tv_nsec = next % 1000 * 1000000;
+	}
+	timerfd_settime(ctl.timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+int control_serve(int fd, control_handler handler, void *ctx)
+{
+	struct epoll_event events[16];
+	uint64_t ticks;
+	int n, i;
+
+	n = epoll_wait(fd, events, 16, 0);
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	for (i = 0; i < n; i++) {
+		uint32_t tag = events[i].data.u32;
+		struct conn *c;
+
+		if (tag == TAG_LISTEN) {
+			accept_new();
+			continue;
+		}
+		if (tag == TAG_TIMER) {
+			if (read(ctl.timer_fd, &ticks, sizeof(ticks)) < 0) {
+				/* nothing due yet */
+			}
+			continue;
+		}
+		c = &ctl.conns[tag];
+		if (c->state == CONN_READING || c->state == CONN_DRAINING)
+			on_readable(c, handler, ctx);
+		else if (c->state == CONN_WRITING)
+			on_writable(c);
+	}
+	expire(handler, ctx);
+	if (!ctl.accepting && ctl.n_conns < MAX_CONNS &&
+	    !ep_ctl(EPOLL_CTL_MOD, ctl.listen_fd, EPOLLIN, TAG_LISTEN))
+		ctl.accepting = true;
+	return 0;
 }

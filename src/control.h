@@ -21,9 +21,13 @@ struct peer {
 typedef int (*control_handler)(void *ctx, const struct request *req, const struct peer *peer,
 			       FILE *out, char *err, size_t errlen);
 
+/*
+ * Listen on @path. Returns the fd to poll for input (an epoll set of the
+ * socket, its connections and their deadlines; one per process) or -errno.
+ */
 int control_listen(const char *path, unsigned mode, const char *group);
 void control_close(int fd, const char *path);
-/* Accept and answer one pending connection on the listening socket. */
-int control_serve(int listen_fd, control_handler handler, void *ctx);
+/* Serve what is ready on @fd without blocking: accept, read, answer, cut off. */
+int control_serve(int fd, control_handler handler, void *ctx);
 
 #endif
