@@ -14,6 +14,7 @@
 #include <unistd.h>
 #include "daemon.h"
 #include "log.h"
+#include "metrics.h"
 #include "status.h"
 
 #define CAP_NET_ADMIN_BIT 12
@@ -156,6 +157,35 @@ static int cmd_status(struct daemon *d, const struct request *req, const struct 
 	return 0;
 }
 
+/* Everything status shows, for monitoring; others see their own subtree. */
+static int cmd_metrics(struct daemon *d, const struct peer *p, FILE *out, char *err,
+		       size_t errlen)
+{
+	struct status_rows rows;
+	char own[PATH_MAX];
+	char *filter = own;
+	bool admin = peer_is_admin(p);
+	int r;
+
+	if (!admin && peer_cgroup(p, own, sizeof(own))) {
+		snprintf(err, errlen, "permission denied: cannot tell the caller's cgroup");
+		return 1;
+	}
+	if (loader_mode(d->bpf) == TCPBUF_MODE_SAMPLED)
+		loader_reconcile(d->bpf); /* a scrape is a sample too */
+	cgroup_tree_scan(&d->tree);
+	r = status_collect(loader_usage_fd(d->bpf), loader_limits_fd(d->bpf), &d->tree, &rows);
+	if (r) {
+		snprintf(err, errlen, "metrics: %s", strerror(-r));
+		return 1;
+	}
+	if (!admin)
+		status_filter(&rows, &filter, 1);
+	metrics_print(out, &rows, tcpbuf_mode_name(loader_mode(d->bpf)), d->limited_cgroups);
+	status_rows_free(&rows);
+	return 0;
+}
+
 static int cmd_set_limit(struct daemon *d, const struct request *req, const struct peer *p,
 			 char *err, size_t errlen)
 {
@@ -285,8 +315,7 @@ int commands_handle(void *ctx, const struct request *req, const struct peer *pee
 		}
 		return daemon_reload(d, err, errlen) ? 1 : 0;
 	case REQ_METRICS:
-		snprintf(err, errlen, "metrics: not implemented yet");
-		return 1;
+		return cmd_metrics(d, peer, out, err, errlen);
 	}
 	snprintf(err, errlen, "unknown command");
 	return 2;

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Persistence of tcpbufctl's changes: ceilings as drop-ins, thresholds as a state file. */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE	/* mkostemp() */
+#endif
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>

@@ -1,0 +1,168 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Prometheus text exposition format 0.0.4: for each metric a HELP and a
+ * TYPE line, then one sample per cgroup, grouped by metric as the format
+ * requires. Label values are escaped (\\ \" \n) and made valid UTF-8.
+ */
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+#include "metrics.h"
+
+#define PAGE_BYTES 4096ULL
+
+enum value_kind { V_USAGE, V_PEAK, V_SOCKETS, V_LIMIT, V_MIN, V_PRESSURE, V_MAX, V_FAILCNT,
+		  V_PRESSURE_EVENTS };
+
+static const struct metric {
+	const char *name, *type, *help;
+	enum value_kind kind;
+} metrics[] = {
+	{ "tcpbufd_cgroup_usage_bytes", "gauge",
+	  "TCP buffer memory held by the sockets of the cgroup and its descendants.", V_USAGE },
+	{ "tcpbufd_cgroup_peak_bytes", "gauge",
+	  "Highest tcpbufd_cgroup_usage_bytes seen since tcpbufd began tracking the cgroup.",
+	  V_PEAK },
+	{ "tcpbufd_cgroup_sockets", "gauge",
+	  "TCP sockets of the cgroup and its descendants holding buffer memory.", V_SOCKETS },
+	{ "tcpbufd_cgroup_limit_bytes", "gauge",
+	  "The administrator's ceiling for the cgroup (absent: none).", V_LIMIT },
+	{ "tcpbufd_cgroup_min_bytes", "gauge",
+	  "Threshold below which the cgroup leaves pressure (absent: not set).", V_MIN },
+	{ "tcpbufd_cgroup_pressure_bytes", "gauge",
+	  "Threshold at which the cgroup enters pressure (absent: not set).", V_PRESSURE },
+	{ "tcpbufd_cgroup_max_bytes", "gauge",
+	  "Usage the cgroup may not pass (absent: not set).", V_MAX },
+	{ "tcpbufd_cgroup_failcnt_total", "counter",
+	  "Segments refused because the cgroup was at its max.", V_FAILCNT },
+	{ "tcpbufd_cgroup_pressure_events_total", "counter",
+	  "Times the cgroup entered pressure.", V_PRESSURE_EVENTS },
+};
+
+static const char *const states[] = { "normal", "pressure", "max" };
+
+/* Length of the valid UTF-8 sequence at s (RFC 3629), 0 if there is none. */
+static size_t utf8_len(const unsigned char *s)
+{
+	size_t n, i;
+	uint32_t cp;
+
+	if (s[0] < 0x80)
+		return 1;
+	if ((s[0] & 0xe0) == 0xc0)
+		n = 2, cp = s[0] & 0x1f;
+	else if ((s[0] & 0xf0) == 0xe0)
+		n = 3, cp = s[0] & 0x0f;
+	else if ((s[0] & 0xf8) == 0xf0)
+		n = 4, cp = s[0] & 0x07;
+	else
+		return 0;
+	for (i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((n == 2 && cp < 0x80) || (n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) ||
+	    cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+/* A label value: \\, \" and \n escaped; bytes that are not UTF-8 become U+FFFD. */
+static void label_value(FILE *f, const char *v)
+{
+	const unsigned char *s = (const unsigned char *)v;
+	size_t n;
+
+	fputc('"', f);
+	while (*s) {
+		if (*s == '\\' || *s == '"') {
+			fputc('\\', f);
+			fputc(*s++, f);
+		} else if (*s == '\n') {
+			fputs("\\n", f);
+			s++;
+		} else if ((n = utf8_len(s))) {
+			fwrite(s, 1, n, f);
+			s += n;
+		} else {
+			fputs("\xef\xbf\xbd", f);
+			s++;
+		}
+	}
+	fputc('"', f);
+}
+
+static __u64 nonneg(__s64 v)
+{
+	return v < 0 ? 0 : v;
+}
+
+/* The row's value for kind; false when the row has none (a threshold not set). */
+static bool row_value(const struct status_row *r, enum value_kind kind, unsigned long long *v)
+{
+	const struct cgroup_limits *l = &r->limits;
+	__u64 pages;
+
+	switch (kind) {
+	case V_USAGE:	 *v = nonneg(r->usage.usage_pages) * PAGE_BYTES; return true;
+	case V_PEAK:	 *v = nonneg(r->usage.peak_pages) * PAGE_BYTES; return true;
+	case V_SOCKETS:	 *v = nonneg(r->usage.sockets); return true;
+	case V_FAILCNT:	 *v = r->usage.failcnt; return true;
+	case V_PRESSURE_EVENTS: *v = r->usage.pressure_events; return true;
+	case V_LIMIT:	 pages = l->limit_pages; break;
+	case V_MIN:	 pages = l->min_pages; break;
+	case V_PRESSURE: pages = l->pressure_pages; break;
+	case V_MAX:	 pages = l->max_pages; break;
+	default:	 return false;
+	}
+	*v = pages * PAGE_BYTES;
+	return r->has_limits && pages;
+}
+
+static void header(FILE *f, const char *name, const char *type, const char *help)
+{
+	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+void metrics_print(FILE *f, const struct status_rows *rows, const char *mode,
+		   unsigned limited_cgroups)
+{
+	unsigned long long v;
+	size_t m, i, s;
+
+	header(f, "tcpbufd_build_info", "gauge",
+	       "tcpbufd's version and the accounting mode it runs; always 1.");
+	fputs("tcpbufd_build_info{version=", f);
+	label_value(f, TCPBUFD_VERSION);
+	fputs(",mode=", f);
+	label_value(f, mode);
+	fputs("} 1\n", f);
+	header(f, "tcpbufd_limited_cgroups", "gauge", "Cgroups that have limits in the kernel.");
+	fprintf(f, "tcpbufd_limited_cgroups %u\n", limited_cgroups);
+
+	for (m = 0; m < sizeof(metrics) / sizeof(metrics[0]); m++) {
+		header(f, metrics[m].name, metrics[m].type, metrics[m].help);
+		for (i = 0; i < rows->n; i++) {
+			if (!rows->rows[i].path || !row_value(&rows->rows[i], metrics[m].kind, &v))
+				continue;
+			fprintf(f, "%s{cgroup=", metrics[m].name);
+			label_value(f, rows->rows[i].path);
+			fprintf(f, "} %llu\n", v);
+		}
+	}
+
+	header(f, "tcpbufd_cgroup_state", "gauge",
+	       "1 for the cgroup's current state (normal, pressure or max), 0 for the others.");
+	for (i = 0; i < rows->n; i++) {
+		const char *cur = tcpbuf_state_name(rows->rows[i].usage.state);
+
+		if (!rows->rows[i].path)
+			continue;
+		for (s = 0; s < sizeof(states) / sizeof(states[0]); s++) {
+			fputs("tcpbufd_cgroup_state{cgroup=", f);
+			label_value(f, rows->rows[i].path);
+			fprintf(f, ",state=\"%s\"} %d\n", states[s], !strcmp(cur, states[s]));
+		}
+	}
+}
