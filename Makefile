@@ -48,8 +48,6 @@ DAEMON_SRCS  := src/tcpbufd.c src/loader.c src/cgroups.c src/cgwatch.c src/bpffs
 CTL_SRCS     := src/tcpbufctl.c src/request.c src/size.c
 # systemd integration (sd_notify) and the Prometheus exporter
 DAEMON_SRCS  += src/notify.c src/metrics.c
-# systemd integration (sd_notify) and the Prometheus exporter
-DAEMON_SRCS  += src/notify.c src/metrics.c
 
 .DELETE_ON_ERROR:
 .SECONDARY:
