@@ -40,11 +40,12 @@ CFLAGS       += -std=gnu11 -Wall -Wextra -Werror -Iinclude -Isrc -I$(OUT) \
 LIBS_DAEMON  := $(shell $(PKG_CONFIG) --libs libbpf inih libsystemd 2>/dev/null || echo -lbpf -linih -lsystemd) -lelf -lz
 LIBS_CTL     :=
 
-BPF_OBJS     := account_exact account_sampled reconcile
+BPF_OBJS     := account_exact account_sampled reconcile enforce
 SKELS        := $(patsubst %,$(OUT)/%.skel.h,$(BPF_OBJS))
 
 DAEMON_SRCS  := src/tcpbufd.c src/loader.c src/cgroups.c src/cgwatch.c src/bpffs.c src/log.c \
-		src/control.c src/commands.c src/limits.c src/status.c src/config.c src/size.c src/request.c src/dropin.c
+		src/control.c src/commands.c src/limits.c src/status.c src/config.c src/size.c src/request.c src/dropin.c \
+		src/enforce.c
 CTL_SRCS     := src/tcpbufctl.c src/request.c src/size.c
 # systemd integration (sd_notify) and the Prometheus exporter
 DAEMON_SRCS  += src/notify.c src/metrics.c
@@ -58,7 +59,7 @@ all: $(OUT)/tcpbufd $(OUT)/tcpbufctl
 $(OUT) $(OUT)/bpf:
 	$(Q)mkdir -p $@
 
-$(OUT)/bpf/%.tmp.o: bpf/%.bpf.c bpf/*.bpf.h include/tcpbuf_maps.h $(VMLINUX_H) | $(OUT)/bpf
+$(OUT)/bpf/%.tmp.o: bpf/%.bpf.c bpf/*.bpf.h include/*.h $(VMLINUX_H) | $(OUT)/bpf
 	$(call msg,BPF,$@)
 	$(Q)$(CLANG) $(BPF_CFLAGS) -c $< -o $@
 

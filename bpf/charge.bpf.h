@@ -14,6 +14,7 @@
 #define TCPBUF_CHARGE_BPF_H
 
 #include "tcpbuf_maps.bpf.h"
+#include "enforce_maps.bpf.h"
 #include <bpf/bpf_core_read.h>
 
 #define TCPBUF_PAGE_SHIFT	12
@@ -56,8 +57,82 @@ static __always_inline __s64 sk_footprint_pages(const struct sock *sk)
 	return (bytes + TCPBUF_PAGE_SIZE - 1) >> TCPBUF_PAGE_SHIFT;
 }
 
+/* Whether any cgroup has limits: while none has, charging skips the limits
+ * lookup (one array lookup per charge instead of a hash lookup per level). */
+static __always_inline bool limits_present(void)
+{
+	struct tcpbuf_enforce_ctl *ctl;
+	__u32 zero = 0;
+
+	ctl = bpf_map_lookup_elem(&enforce_ctl, &zero);
+	return ctl && ctl->limited_cgroups;
+}
+
+/*
+ * The state a cgroup moves to from @old at usage @now, as net.ipv4.tcp_mem
+ * behaves: pressure is entered at `pressure` and left only below `min` (the
+ * hysteresis), max is entered at `max` and left for pressure as soon as usage
+ * is back under it. A threshold of 0 is not set. *@crossed gets the threshold
+ * that decided a change.
+ */
+static __always_inline __u32 cgroup_next_state(__u32 old, __s64 now,
+					       const struct cgroup_limits *l, __u64 *crossed)
+{
+	__u64 max = l->max_pages, pressure = l->pressure_pages;
+	__u64 min = l->min_pages ? l->min_pages : pressure;
+
+	if (max && now >= (__s64)max) {
+		*crossed = max;
+		return TCPBUF_STATE_MAX;
+	}
+	if (old == TCPBUF_STATE_NORMAL) {
+		*crossed = pressure;
+		return pressure && now >= (__s64)pressure ? TCPBUF_STATE_PRESSURE : old;
+	}
+	if (!pressure || now < (__s64)min) {
+		*crossed = pressure ? min : max;
+		return TCPBUF_STATE_NORMAL;
+	}
+	*crossed = max;
+	return TCPBUF_STATE_PRESSURE;
+}
+
+/* Move the cgroup to the state its usage @now calls for. Runs where usage
+ * changes, so a crossing is seen by the charge that makes it; the compare-
+ * and-swap lets only one of concurrent chargers report it. */
+static __always_inline void cgroup_state_update(__u64 id, struct cgroup_usage *usage, __s64 now)
+{
+	struct tcpbuf_state_event *ev;
+	struct cgroup_limits *l;
+	__u32 old = usage->state, new;
+	__u64 crossed = 0;
+
+	l = bpf_map_lookup_elem(&cgroup_limits, &id);
+	if (!l) {
+		/* Limits removed: the daemon lifts the caps itself. */
+		if (old != TCPBUF_STATE_NORMAL)
+			__sync_bool_compare_and_swap(&usage->state, old, TCPBUF_STATE_NORMAL);
+		return;
+	}
+	new = cgroup_next_state(old, now, l, &crossed);
+	if (new == old || !__sync_bool_compare_and_swap(&usage->state, old, new))
+		return;
+	if (old == TCPBUF_STATE_NORMAL)
+		__sync_fetch_and_add(&usage->pressure_events, 1);
+	ev = bpf_ringbuf_reserve(&enforce_events, sizeof(*ev), 0);
+	if (!ev)
+		return; /* the daemon's periodic sweep catches up */
+	ev->cgroup_id = id;
+	ev->time_ns = bpf_ktime_get_ns();
+	ev->usage_pages = now;
+	ev->threshold_pages = crossed;
+	ev->old_state = old;
+	ev->new_state = new;
+	bpf_ringbuf_submit(ev, 0);
+}
+
 static __always_inline void charge_one_cgroup(__u64 id, __u32 level, __s64 pages,
-					      __s64 sockets)
+					      __s64 sockets, bool enforce)
 {
 	struct cgroup_usage *usage, fresh = { .level = level };
 	__s64 now;
@@ -77,6 +152,8 @@ static __always_inline void charge_one_cgroup(__u64 id, __u32 level, __s64 pages
 	/* A lost race only under-reports the peak by one concurrent charge. */
 	if (now > usage->peak_pages)
 		usage->peak_pages = now;
+	if (enforce)
+		cgroup_state_update(id, usage, now);
 }
 
 /* Charge the socket's cgroup and every ancestor below the root, as memcg does:
@@ -85,6 +162,7 @@ static __always_inline void charge_hierarchy(const struct sock *sk, __s64 pages,
 					     __s64 sockets)
 {
 	struct cgroup *cg = sk_cgroup(sk);
+	bool enforce = limits_present();
 	int i;
 
 	for (i = 0; i < TCPBUF_MAX_DEPTH && cg; i++) {
@@ -92,7 +170,7 @@ static __always_inline void charge_hierarchy(const struct sock *sk, __s64 pages,
 
 		if (level <= 0)
 			break;
-		charge_one_cgroup(cgroup_id_of(cg), level, pages, sockets);
+		charge_one_cgroup(cgroup_id_of(cg), level, pages, sockets, enforce);
 		/* struct cgroup starts with its css: the parent css is the parent cgroup. */
 		cg = (struct cgroup *)BPF_CORE_READ(cg, self.parent);
 	}

@@ -8,6 +8,7 @@
 #include "config.h"
 #include "control.h"
 #include "dropin.h"
+#include "enforce.h"
 #include "loader.h"
 
 struct daemon {
@@ -19,6 +20,7 @@ struct daemon {
 	const char *scope_arg;
 	struct config cfg;
 	struct tcpbuf_bpf *bpf;
+	struct enforcer *enforce;	/* NULL until started */
 	struct cgroup_tree tree;
 	struct thresholds_entry *thresholds;	/* chosen by containers with `set` */
 	size_t n_thresholds;

@@ -5,6 +5,7 @@
  * thresholds a container chose with `tcpbufctl set` override the rule's.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
 #include "daemon.h"
@@ -49,25 +50,45 @@ static bool limits_for(const struct daemon *d, const char *path, struct cgroup_l
 	return true;
 }
 
+/* Enforcement follows the limits: ingress refusal where limits are, caps swept. */
+static void limits_enforce(struct daemon *d, const struct enforce_cgroup *cgs, size_t n)
+{
+	int r;
+
+	if (!d->enforce)
+		return;
+	r = enforce_set_limited(d->enforce, cgs, n);
+	if (r)
+		log_warn("enforcement not fully updated: %s", strerror(-r));
+}
+
 int limits_apply(struct daemon *d)
 {
 	int fd = loader_limits_fd(d->bpf);
 	struct cgroup_limits want, have;
+	struct enforce_cgroup *limited_cgs;
 	unsigned limited = 0;
 	__u64 key, next, *prev = NULL;
 	size_t i;
 
+	limited_cgs = calloc(d->tree.n ? d->tree.n : 1, sizeof(*limited_cgs));
+	if (!limited_cgs)
+		return -ENOMEM;
 	for (i = 0; i < d->tree.n; i++) {
 		const struct cgroup_entry *e = &d->tree.entries[i];
 
 		if (!limits_for(d, e->path, &want))
 			continue;
+		limited_cgs[limited] = (struct enforce_cgroup){ .id = e->id, .path = e->path };
 		limited++;
 		if (!bpf_map_lookup_elem(fd, &e->id, &have) && !memcmp(&have, &want, sizeof(want)))
 			continue;
 		if (bpf_map_update_elem(fd, &e->id, &want, BPF_ANY)) {
-			log_err("%s: cannot set limits: %s", e->path, strerror(errno));
-			return -errno;
+			int err = -errno;
+
+			log_err("%s: cannot set limits: %s", e->path, strerror(-err));
+			free(limited_cgs);
+			return err;
 		}
 		log_info("%s: limit %llu pages (min %llu, pressure %llu, max %llu)", e->path,
 			 (unsigned long long)want.limit_pages, (unsigned long long)want.min_pages,
@@ -87,5 +108,7 @@ int limits_apply(struct daemon *d)
 		prev = &key;
 	}
 	d->limited_cgroups = limited;
+	limits_enforce(d, limited_cgs, limited);
+	free(limited_cgs);
 	return 0;
 }

@@ -147,7 +147,7 @@ static int event_loop(struct daemon *d)
 	struct epoll_event events[8];
 	struct signalfd_siginfo si;
 	sigset_t mask;
-	int ep, sfd, poll_fd, sample_fd, watch_fd, n, i;
+	int ep, sfd, poll_fd, sample_fd, watch_fd, enforce_fd, n, i;
 	int watchdog_fd = notify_watchdog_timer();
 	bool running = true;
 
@@ -178,6 +178,8 @@ static int event_loop(struct daemon *d)
 	epoll_add(ep, d->ctl_fd);
 	if (watchdog_fd >= 0)
 		epoll_add(ep, watchdog_fd);
+	enforce_fd = enforce_events_fd(d->enforce);
+	epoll_add(ep, enforce_fd);
 
 	while (running) {
 		n = epoll_wait(ep, events, 8, -1);
@@ -202,6 +204,8 @@ static int event_loop(struct daemon *d)
 			} else if (fd == watch_fd) {
 				if (cgwatch_drain(watch_fd) > 0)
 					tree_changed(d, watch_fd);
+			} else if (fd == enforce_fd) {
+				enforce_handle_events(d->enforce, &d->tree);
 			} else if (fd == watchdog_fd) {
 				if (timer_expired(watchdog_fd))
 					notify_watchdog();
@@ -222,6 +226,18 @@ static int event_loop(struct daemon *d)
 	close(poll_fd);
 	close(sfd);
 	return 0;
+}
+
+/* Enforcement shares the loader's pins; it needs the accounting mode. */
+static int start_enforcement(struct daemon *d)
+{
+	struct enforce_opts eo = { .pin_path = daemon_pin_path(d), .cgroup_mount = d->tree.mount,
+				   .scope = daemon_scope(d), .mode = loader_mode(d->bpf) };
+	int r = enforce_start(&eo, &d->enforce);
+
+	if (r)
+		log_err("cannot start enforcement: %s", strerror(-r));
+	return r;
 }
 
 static int parse_args(int argc, char **argv, struct daemon *d)
@@ -322,7 +338,9 @@ int main(int argc, char **argv)
 		 loader_adopted(d.bpf) ? "adopted from pins" : "attached", lo.pin_path,
 		 d.tree.mount);
 	cgroup_tree_scan(&d.tree);
-	r = limits_apply(&d);
+	r = start_enforcement(&d);
+	if (!r)
+		r = limits_apply(&d);
 	if (!r) {
 		d.ctl_fd = control_listen(daemon_socket_path(&d), d.cfg.socket_mode, d.cfg.socket_group);
 		if (d.ctl_fd < 0) {
@@ -338,6 +356,7 @@ int main(int argc, char **argv)
 		notify_stopping();
 	}
 	control_close(d.ctl_fd, d.ctl_fd >= 0 ? daemon_socket_path(&d) : NULL);
+	enforce_close(d.enforce);
 	loader_close(d.bpf);
 	cgroup_tree_free(&d.tree);
 	free(d.thresholds);

@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Enforcement: hold each limited cgroup under its thresholds.
+ *   sockops          caps for a socket of a limited subtree when it is
+ *                    established, then at each segment it receives
+ *   ingress          refuses data that would take a cgroup past max
+ *                    (attached only to cgroups with limits)
+ *   sweep            iter/tcp: caps for every existing socket, run by the
+ *                    daemon right after a state change
+ *   sendmsg_sample   sampled mode only: keeps a limited socket's usage fresh
+ *                    while tcp_sendmsg queues
+ * The state machine itself runs where usage changes (charge.bpf.h); the
+ * caps come from enforce_policy.bpf.h.
+ */
+#include "enforce_policy.bpf.h"
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_endian.h>
+
+char LICENSE[] SEC("license") = "GPL";
+
+#define IPPROTO_TCP_NUM		6
+#define TCP_TIME_WAIT		6
+#define TCP_NEW_SYN_RECV	12
+#define ETH_P_IP_NUM		0x0800
+#define ETH_P_IPV6_NUM		0x86DD
+
+static __always_inline struct sock_enforce *sock_enforce_get(struct sock *sk, bool create)
+{
+	return bpf_sk_storage_get(&sock_enforce, sk, NULL,
+				  create ? BPF_SK_STORAGE_GET_F_CREATE : 0);
+}
+
+/* ------------------------------------------------------------- sock_ops */
+
+static __always_inline void cb_flags_set(struct bpf_sock_ops *skops, bool on)
+{
+	int flags = skops->bpf_sock_ops_cb_flags;
+
+	flags = on ? flags | BPF_SOCK_OPS_PARSE_ALL_HDR_OPT_CB_FLAG
+		   : flags & ~BPF_SOCK_OPS_PARSE_ALL_HDR_OPT_CB_FLAG;
+	if (flags != skops->bpf_sock_ops_cb_flags)
+		bpf_sock_ops_cb_flags_set(skops, flags);
+}
+
+/*
+ * Attached once at the scope cgroup. A socket without a limited ancestor
+ * costs one array lookup when it is established and nothing afterwards: only
+ * sockets of limited subtrees get the per-segment callback.
+ */
+SEC("sockops")
+int enforce_sockops(struct bpf_sock_ops *skops)
+{
+	struct sock_enforce *se;
+	struct bpf_sock *bsk;
+	struct tcp_sock *tp;
+	struct sock *sk;
+	struct caps c;
+	bool established;
+
+	if (skops->op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB &&
+	    skops->op != BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB &&
+	    skops->op != BPF_SOCK_OPS_PARSE_HDR_OPT_CB)
+		return 1;
+	established = skops->op != BPF_SOCK_OPS_PARSE_HDR_OPT_CB;
+	bsk = skops->sk;
+	if (!bsk)
+		return 1;
+	tp = bpf_skc_to_tcp_sock(bsk);
+	if (!tp)
+		return 1;
+	sk = (struct sock *)tp;
+	caps_compute(sk, tp, &c);
+	se = sock_enforce_get(sk, c.limited);
+	if (!se)
+		return 1;
+	if (established)
+		enforce_init(sk, se);
+	else
+		notice_user_change(sk, se);
+	caps_apply(skops, sk, &c, se);
+	cb_flags_set(skops, c.limited);
+	return 1;
+}
+
+/* -------------------------------------------------------------- ingress */
+
+/* Bytes of TCP payload in the segment (skb->data is the network header);
+ * *seq gets its sequence number. */
+static __always_inline int tcp_payload_len(struct __sk_buff *skb, __u32 *seq)
+{
+	__u32 nh = 0, doff_byte = 0;
+	__u8 b0 = 0;
+
+	if (skb->protocol == bpf_htons(ETH_P_IP_NUM)) {
+		if (bpf_skb_load_bytes(skb, 0, &b0, 1))
+			return 1;
+		nh = (b0 & 0xf) * 4;
+	} else if (skb->protocol == bpf_htons(ETH_P_IPV6_NUM)) {
+		nh = 40;	/* extension headers: counted as payload below, harmless */
+	} else {
+		return 1;
+	}
+	if (bpf_skb_load_bytes(skb, nh + 12, &doff_byte, 1) ||
+	    bpf_skb_load_bytes(skb, nh + 4, seq, 4))
+		return 1;
+	*seq = bpf_ntohl(*seq);
+	return (int)skb->len - (int)nh - (int)((doff_byte & 0xf0) >> 2);
+}
+
+extern void *bpf_cast_to_kern_ctx(void *obj) __ksym __weak;
+
+/*
+ * Ingress refusal at max. Only segments with payload are refused: ACKs, SYNs
+ * and bare FINs pass, so the connection itself never stalls. A refused
+ * segment never reaches TCP; the peer keeps it and sends it again, so
+ * nothing is lost. Like the kernel, a socket whose receive queue is empty
+ * still gets one small segment, so a full cgroup cannot starve a reader.
+ */
+struct ingress_walk {
+	__u64 cg;
+	__s64 pages;		/* the segment's truesize, in pages */
+	__s64 rmem;		/* the socket's receive memory, bytes */
+	__s64 truesize;
+	bool refused;
+};
+
+/*
+ * One limited level: at max, refuse what would pass max (failcnt counts
+ * it); in pressure, refuse what would take a socket with data already
+ * queued past its fair share of pressure, as the kernel does under tcp_mem
+ * pressure. The rcvbuf caps the sweep applies then close the window, so
+ * refusals stop once the peer has seen it.
+ */
+static long ingress_walk_level(__u64 i, void *ctx)
+{
+	struct ingress_walk *w = ctx;
+	struct cgroup_limits *l;
+	struct cgroup_usage *u;
+	__u64 id;
+
+	if (!walk_level(&w->cg, &id))
+		return 1;
+	l = bpf_map_lookup_elem(&cgroup_limits, &id);
+	if (!l)
+		return 0;
+	u = bpf_map_lookup_elem(&cgroup_usage, &id);
+	if (!u)
+		return 0;
+	if (l->max_pages && u->usage_pages + w->pages > (__s64)l->max_pages) {
+		if (w->rmem == 0 && w->pages <= 2)
+			return 0;	/* an empty queue always gets a small segment */
+		__sync_fetch_and_add(&u->failcnt, 1);
+		w->refused = true;
+		return 1;
+	}
+	if (u->state == TCPBUF_STATE_PRESSURE && w->rmem > 0 &&
+	    w->rmem + w->truesize > pressure_fair_share(l, u)) {
+		w->refused = true;
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * Whether TCP will queue this segment (new data, in the window, and the
+ * socket not over sk_rcvbuf — tcp_data_queue drops past it unless the queue
+ * is empty). Segments TCP drops anyway (duplicates, beyond a closed window,
+ * over a capped rcvbuf) must neither count as refused nor be charged.
+ */
+static __always_inline bool tcp_would_queue(struct sock *sk, const struct tcp_sock *tp,
+					    __u32 seq, int len)
+{
+	__u32 rcv_nxt = tp->rcv_nxt, wnd_end = tp->rcv_wup + tp->rcv_wnd;
+	int rmem = sk->sk_backlog.rmem_alloc.counter;
+
+	if ((__s32)(seq + len - rcv_nxt) <= 0)
+		return false;			/* nothing new */
+	if ((__s32)(seq - wnd_end) >= 0)
+		return false;			/* beyond the window */
+	return rmem == 0 || rmem <= sk->sk_rcvbuf;
+}
+
+static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
+{
+	struct bpf_sock *bsk = skb->sk;
+	struct ingress_walk w = {};
+	struct tcp_sock *tp;
+	struct sock *sk;
+	__u32 seq = 0;
+	int len;
+
+	if (!bsk)
+		return 1;
+	bsk = bpf_sk_fullsock(bsk);
+	if (!bsk || bsk->protocol != IPPROTO_TCP_NUM)
+		return 1;
+	len = tcp_payload_len(skb, &seq);
+	if (len <= 0)
+		return 1;
+	tp = bpf_skc_to_tcp_sock(bsk);
+	if (!tp || !limits_present())
+		return 1;
+	sk = (struct sock *)tp;
+	if (!tcp_would_queue(sk, tp, seq, len))
+		return 1;	/* TCP drops it itself: nothing to refuse or charge */
+	w.pages = (truesize + TCPBUF_PAGE_SIZE - 1) >> TCPBUF_PAGE_SHIFT;
+	w.truesize = truesize;
+	w.rmem = sk->sk_backlog.rmem_alloc.counter;
+	if (accounting_mode == TCPBUF_MODE_SAMPLED)
+		sample_socket(sk);	/* this socket's part of usage, fresh */
+	w.cg = (__u64)sk_cgroup(sk);
+	bpf_loop(TCPBUF_MAX_DEPTH, ingress_walk_level, &w, 0);
+	if (w.refused)
+		return 0;
+	/* Sampled mode: charge the segment now. The next sample of the socket
+	 * corrects this to what TCP really queued. */
+	if (accounting_mode == TCPBUF_MODE_SAMPLED)
+		sample_socket_to(sk, sk_footprint_pages(sk) + w.pages);
+	return 1;
+}
+
+/* Kernel >= 6.2: the skb's real truesize. */
+SEC("cgroup_skb/ingress")
+int enforce_ingress(struct __sk_buff *skb)
+{
+	struct sk_buff *kskb = bpf_cast_to_kern_ctx(skb);
+
+	return ingress_check(skb, kskb->truesize);
+}
+
+/* Older kernels: payload plus a typical skb overhead. The loader picks one. */
+SEC("cgroup_skb/ingress")
+int enforce_ingress_compat(struct __sk_buff *skb)
+{
+	return ingress_check(skb, (__s64)skb->len + 1024);
+}
+
+/* ---------------------------------------------------------------- sweep */
+
+/*
+ * Run by the daemon after a state change or a change of limits: brings every
+ * socket to the caps of its ancestors' current states (capping in pressure
+ * and max, lifting in normal). Also re-evaluates those states, which a limit
+ * change alone does not move.
+ */
+static long state_refresh_level(__u64 i, void *ctx)
+{
+	struct cgroup_usage *u;
+	__u64 id;
+
+	if (!walk_level(ctx, &id))
+		return 1;
+	u = bpf_map_lookup_elem(&cgroup_usage, &id);
+	if (u)
+		cgroup_state_update(id, u, u->usage_pages);
+	return 0;
+}
+
+SEC("iter/tcp")
+int enforce_sweep(struct bpf_iter__tcp *ctx)
+{
+	struct sock_common *skc = ctx->sk_common;
+	struct sock_enforce *se;
+	struct tcp_sock *tp;
+	struct sock *sk;
+	__u64 refresh;
+	struct caps c;
+	int flags;
+
+	if (!skc || skc->skc_state == TCP_TIME_WAIT || skc->skc_state == TCP_NEW_SYN_RECV)
+		return 0;
+	tp = bpf_skc_to_tcp_sock(skc);
+	if (!tp)
+		return 0;
+	sk = (struct sock *)tp;
+	if (limits_present() && accounting_mode == TCPBUF_MODE_SAMPLED)
+		sample_socket(sk);
+	refresh = (__u64)sk_cgroup(sk);
+	bpf_loop(TCPBUF_MAX_DEPTH, state_refresh_level, &refresh, 0);
+	caps_compute(sk, tp, &c);
+	se = sock_enforce_get(sk, c.limited);
+	if (!se)
+		return 0;
+	enforce_init(sk, se);
+	notice_user_change(sk, se);
+	caps_apply(sk, sk, &c, se);
+	/* Sockets that predate the limits get the per-segment callback too
+	 * (TCP_BPF_SOCK_OPS_CB_FLAGS, kernel >= 6.11; older ones: sweeps only). */
+	flags = tp->bpf_sock_ops_cb_flags;
+	flags = c.limited ? flags | BPF_SOCK_OPS_PARSE_ALL_HDR_OPT_CB_FLAG
+			  : flags & ~BPF_SOCK_OPS_PARSE_ALL_HDR_OPT_CB_FLAG;
+	if (flags != tp->bpf_sock_ops_cb_flags)
+		bpf_setsockopt(sk, SOL_TCP, TCP_BPF_SOCK_OPS_CB_FLAGS, &flags, sizeof(flags));
+	return 0;
+}
+
+/* ------------------------------------------------------- sampled mode */
+
+/*
+ * Sampled mode sees a writer's queue only when sendmsg returns, and a writer
+ * blocked on a full peer may not return for a long time. For sockets of
+ * limited subtrees, sample at each round of tcp_sendmsg's copy loop, so the
+ * state machine and the ingress check see what is queued (kernel >= 6.2).
+ */
+SEC("tp_btf/tcp_sendmsg_locked")
+int BPF_PROG(sendmsg_sample, const struct sock *csk, const struct msghdr *msg,
+	     const struct sk_buff *skb, int size_goal)
+{
+	struct sock *sk = (struct sock *)csk;
+	struct sock_enforce *se = sock_enforce_get(sk, false);
+
+	if (se && (se->flags & TCPBUF_SE_LIMITED))
+		sample_socket(sk);
+	return 0;
+}

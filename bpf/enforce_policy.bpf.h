@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * How big one socket's buffers may be, from the state of every ancestor of
+ * its cgroup that has limits. Used by the sock_ops callbacks (new sockets and
+ * every incoming segment of a socket in a limited subtree) and by the
+ * iter/tcp sweep (existing sockets, right after a state change), so both
+ * apply the same caps.
+ *
+ * Why sk_sndbuf is the lever on the send side: a writer blocked on a peer's
+ * zero window queues up to sk_sndbuf inside sendmsg (plus the rest of the
+ * skb it is filling), with no hook that could refuse it — tracing programs
+ * cannot call bpf_setsockopt, and no segment goes out. So sk_sndbuf is kept
+ * low enough *beforehand*: at every callback a socket may grow silently by at
+ * most its share of the headroom to max (the "guard"). The kernel's own
+ * autotuning would raise sk_sndbuf between our callbacks, so a socket in a
+ * limited subtree has its sk_sndbuf set (locked) from its first callback, and
+ * grown here instead, doubling while the writer keeps it full.
+ *
+ * The receive side needs no guard: every byte comes through cgroup_skb
+ * ingress, which refuses what would pass max; rcvbuf is capped in pressure
+ * and max so that the window, not drops, holds the peer back.
+ */
+#ifndef TCPBUF_ENFORCE_POLICY_BPF_H
+#define TCPBUF_ENFORCE_POLICY_BPF_H
+
+#include "charge.bpf.h"
+
+#define SOL_SOCKET	1
+#define SO_SNDBUF	7
+#define SO_RCVBUF	8
+#define SOL_TCP		6
+
+/* Set by the daemon before load (src/enforce.c). */
+const volatile __u32 accounting_mode = TCPBUF_MODE_SAMPLED;
+const volatile __s32 sndbuf_ceiling = 8 << 20;	/* 2 x net.core.wmem_max: most SO_SNDBUF gives */
+const volatile __s32 rcvbuf_ceiling = 8 << 20;	/* 2 x net.core.rmem_max */
+const volatile __s32 sndbuf_initial = 16 << 10;	/* where a new limited socket starts */
+const volatile __s32 buf_floor = 16 << 10;	/* in pressure, no cap goes below this */
+
+struct sock_enforce_map {
+	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct sock_enforce);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} sock_enforce SEC(".maps");
+
+#define CAP_NONE	((__s64)1 << 40)
+
+struct caps {
+	__s64 snd;	/* ceiling for sk_sndbuf, bytes (0: minimal) */
+	__s64 rcv;	/* ceiling for sk_rcvbuf, bytes; CAP_NONE: leave to autotuning */
+	__u32 state;	/* strictest state among the limited ancestors */
+	bool limited;	/* some ancestor has limits */
+};
+
+static __always_inline __s64 min_s64(__s64 a, __s64 b) { return a < b ? a : b; }
+static __always_inline __s64 max_s64(__s64 a, __s64 b) { return a > b ? a : b; }
+
+/* The largest skb tcp_sendmsg may still fill past sk_sndbuf: the size goal,
+ * bounded by half the peer's largest window and by 64 KiB, plus the skb's
+ * own overhead. */
+static __always_inline __s64 send_chunk_bytes(const struct tcp_sock *tp)
+{
+	__s64 goal = tp->max_window / 2;
+
+	if (goal <= 0 || goal > 65536)
+		goal = 65536;
+	return goal + 2048;
+}
+
+/* In pressure each socket of the subtree may hold a fair share of pressure,
+ * never less than the floor: the shares add up to pressure, so usage
+ * converges back under it as queues drain. */
+static __always_inline __s64 pressure_fair_share(const struct cgroup_limits *l,
+						 const struct cgroup_usage *u)
+{
+	__s64 n = u && u->sockets > 0 ? u->sockets : 1;
+
+	return max_s64(l->pressure_pages * TCPBUF_PAGE_SIZE / (__u64)n, buf_floor);
+}
+
+/* The caps one limited ancestor imposes. */
+static __always_inline void caps_level(struct caps *c, const struct cgroup_limits *l,
+				       const struct cgroup_usage *u, __s64 wmem, __s64 chunk)
+{
+	__s64 used = u ? u->usage_pages : 0, n = u ? u->sockets : 0;
+	__u32 state = u ? u->state : TCPBUF_STATE_NORMAL;
+	__s64 snd = CAP_NONE, rcv = CAP_NONE;
+
+	c->limited = true;
+	if (state > c->state)
+		c->state = state;
+	if (l->max_pages) {
+		/* Guard: this socket's share of the headroom, minus the skb it
+		 * may fill past sk_sndbuf; nothing left means minimal. In
+		 * normal state the headroom is to pressure: crossing it must
+		 * stop growth at once, as the kernel's synchronous tcp_mem
+		 * check does, so nothing may be granted beyond it. */
+		__s64 target = state == TCPBUF_STATE_NORMAL && l->pressure_pages ?
+			       l->pressure_pages : l->max_pages;
+		__s64 room = (target - used) * TCPBUF_PAGE_SIZE;
+		__s64 share = room > 0 ? (__s64)((__u64)room / (__u64)(n > 0 ? n + 1 : 1)) - chunk : 0;
+
+		snd = share > 0 ? wmem + share : 0;
+	}
+	if (state == TCPBUF_STATE_MAX) {
+		snd = 0;
+		rcv = 0;
+	} else if (state == TCPBUF_STATE_PRESSURE) {
+		__s64 fair = pressure_fair_share(l, u);
+
+		rcv = fair;
+		snd = min_s64(snd, max_s64(fair - chunk, buf_floor));
+	}
+	c->snd = min_s64(c->snd, snd);
+	c->rcv = min_s64(c->rcv, rcv);
+}
+
+/*
+ * Walks up a socket's cgroup ancestry run under bpf_loop(): the verifier
+ * checks the body once, where an unrolled walk of TCPBUF_MAX_DEPTH levels
+ * with branches in each would blow its instruction budget. The cgroup
+ * pointer travels as a plain value (it is only ever read with
+ * BPF_CORE_READ).
+ */
+struct caps_walk {
+	__u64 cg;
+	__s64 wmem, chunk;
+	struct caps c;
+};
+
+static __always_inline struct cgroup *walk_level(__u64 *cgp, __u64 *id)
+{
+	struct cgroup *cg = (struct cgroup *)*cgp;
+
+	if (!cg || BPF_CORE_READ(cg, level) <= 0)
+		return NULL;
+	*id = cgroup_id_of(cg);
+	*cgp = (__u64)BPF_CORE_READ(cg, self.parent);
+	return cg;
+}
+
+static long caps_walk_level(__u64 i, void *ctx)
+{
+	struct caps_walk *w = ctx;
+	struct cgroup_limits *l;
+	__u64 id;
+
+	if (!walk_level(&w->cg, &id))
+		return 1;
+	l = bpf_map_lookup_elem(&cgroup_limits, &id);
+	if (l)
+		caps_level(&w->c, l, bpf_map_lookup_elem(&cgroup_usage, &id), w->wmem, w->chunk);
+	return 0;
+}
+
+/* The caps of all the socket's limited ancestors, strictest first. */
+static __always_inline void caps_compute(struct sock *sk, const struct tcp_sock *tp,
+					 struct caps *c)
+{
+	struct caps_walk w = {
+		.cg = (__u64)sk_cgroup(sk),
+		.wmem = sk->sk_wmem_queued,
+		.chunk = send_chunk_bytes(tp),
+		.c = { .snd = CAP_NONE, .rcv = CAP_NONE, .state = TCPBUF_STATE_NORMAL },
+	};
+
+	if (limits_present())
+		bpf_loop(TCPBUF_MAX_DEPTH, caps_walk_level, &w, 0);
+	*c = w.c;
+}
+
+/* First sight of a socket: remember what its application chose itself. */
+static __always_inline void enforce_init(struct sock *sk, struct sock_enforce *se)
+{
+	__u8 locks = BPF_CORE_READ_BITFIELD(sk, sk_userlocks);
+
+	if (se->flags & TCPBUF_SE_LIMITED)
+		return;
+	if (!(se->flags & TCPBUF_SE_SNDBUF_SET) && (locks & TCPBUF_SNDBUF_LOCK)) {
+		se->user_locks |= TCPBUF_SNDBUF_LOCK;
+		se->user_sndbuf = sk->sk_sndbuf;
+	}
+	if (!(se->flags & TCPBUF_SE_RCVBUF_SET) && (locks & TCPBUF_RCVBUF_LOCK)) {
+		se->user_locks |= TCPBUF_RCVBUF_LOCK;
+		se->user_rcvbuf = sk->sk_rcvbuf;
+	}
+}
+
+/* An application that sets SO_*BUF after we did: its value wins from now on. */
+static __always_inline void notice_user_change(struct sock *sk, struct sock_enforce *se)
+{
+	if ((se->flags & TCPBUF_SE_SNDBUF_SET) && sk->sk_sndbuf != se->set_sndbuf) {
+		se->user_locks |= TCPBUF_SNDBUF_LOCK;
+		se->user_sndbuf = sk->sk_sndbuf;
+		se->flags &= ~TCPBUF_SE_SNDBUF_SET;
+	}
+	if ((se->flags & TCPBUF_SE_RCVBUF_SET) && sk->sk_rcvbuf != se->set_rcvbuf) {
+		se->user_locks |= TCPBUF_RCVBUF_LOCK;
+		se->user_rcvbuf = sk->sk_rcvbuf;
+		se->flags &= ~TCPBUF_SE_RCVBUF_SET;
+	}
+}
+
+/* The sk_sndbuf this socket should have now. */
+static __always_inline __s64 sndbuf_target(struct sock *sk, const struct caps *c,
+					   const struct sock_enforce *se)
+{
+	__s64 cur = sk->sk_sndbuf, want;
+
+	if (!c->limited)	/* limits gone: give it back, then leave it */
+		return (se->user_locks & TCPBUF_SNDBUF_LOCK) ? se->user_sndbuf : sndbuf_ceiling;
+	if (se->user_locks & TCPBUF_SNDBUF_LOCK)
+		want = se->user_sndbuf;
+	else if (!(se->flags & TCPBUF_SE_SNDBUF_SET))
+		want = max_s64(cur, sndbuf_initial);	/* first sight: lock it */
+	else if (c->state == TCPBUF_STATE_NORMAL && se->state != TCPBUF_STATE_NORMAL)
+		want = sndbuf_ceiling;			/* lifting caps */
+	else if (sk->sk_wmem_queued >= cur >> 1)
+		want = min_s64(cur * 2, sndbuf_ceiling);	/* the writer keeps it full: grow */
+	else
+		want = cur;
+	return min_s64(want, c->snd);
+}
+
+/* The sk_rcvbuf this socket should have now; -1 leaves it alone. */
+static __always_inline __s64 rcvbuf_target(struct sock *sk, const struct caps *c,
+					   const struct sock_enforce *se)
+{
+	__s64 cur = sk->sk_rcvbuf;
+
+	if (c->limited && c->rcv != CAP_NONE) {
+		if (cur > c->rcv || (se->flags & TCPBUF_SE_RCVBUF_SET))
+			return c->rcv;
+		return -1;			/* below its cap: autotuning may go on */
+	}
+	if (se->user_locks & TCPBUF_RCVBUF_LOCK)
+		return (se->flags & TCPBUF_SE_RCVBUF_SET) ? se->user_rcvbuf : -1;
+	if ((se->flags & TCPBUF_SE_RCVBUF_SET) && cur < rcvbuf_ceiling)
+		return rcvbuf_ceiling;		/* lifting caps: generous, it stays locked */
+	return -1;
+}
+
+/* Sizes within a page (the kernel doubles and rounds) count as equal; growth
+ * smaller than an eighth is not worth a setsockopt. */
+static __always_inline bool buf_differs(__s64 cur, __s64 target, bool owned)
+{
+	if (!owned)
+		return true;
+	if (target < cur - TCPBUF_PAGE_SIZE)
+		return true;
+	return target > cur + (cur >> 3) && target > cur + TCPBUF_PAGE_SIZE;
+}
+
+/*
+ * Apply caps to one socket. @ctx is what bpf_setsockopt wants in the calling
+ * program type (struct bpf_sock_ops * or the socket itself in iter/tcp).
+ * SO_*BUF take half the size: the kernel doubles the value.
+ */
+#define caps_apply(ctx, sk, c, se) ({						\
+	__s64 snd_ = sndbuf_target(sk, c, se), rcv_ = rcvbuf_target(sk, c, se);	\
+	int val_;								\
+										\
+	if (buf_differs((sk)->sk_sndbuf, snd_, (se)->flags & TCPBUF_SE_SNDBUF_SET) && \
+	    ((c)->limited || ((se)->flags & TCPBUF_SE_SNDBUF_SET))) {		\
+		val_ = snd_ > 0 ? snd_ >> 1 : 0;					\
+		if (!bpf_setsockopt(ctx, SOL_SOCKET, SO_SNDBUF, &val_, sizeof(val_))) { \
+			(se)->flags |= TCPBUF_SE_SNDBUF_SET;			\
+			(se)->set_sndbuf = (sk)->sk_sndbuf;			\
+		}								\
+	}									\
+	if (rcv_ >= 0 && buf_differs((sk)->sk_rcvbuf, rcv_, (se)->flags & TCPBUF_SE_RCVBUF_SET)) { \
+		val_ = rcv_ > 0 ? rcv_ >> 1 : 0;					\
+		if (!bpf_setsockopt(ctx, SOL_SOCKET, SO_RCVBUF, &val_, sizeof(val_))) { \
+			(se)->flags |= TCPBUF_SE_RCVBUF_SET;			\
+			(se)->set_rcvbuf = (sk)->sk_rcvbuf;			\
+		}								\
+	}									\
+	(se)->state = (c)->state;						\
+	if ((c)->limited)							\
+		(se)->flags |= TCPBUF_SE_LIMITED;				\
+	else									\
+		(se)->flags &= ~TCPBUF_SE_LIMITED;				\
+})
+
+#endif /* TCPBUF_ENFORCE_POLICY_BPF_H */

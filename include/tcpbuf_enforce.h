@@ -1,0 +1,57 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Map value structs of the enforcement side, shared by the BPF programs
+ * (bpf/enforce*.bpf.*) and the daemon (src/enforce.c). Like tcpbuf_maps.h:
+ * nothing but the on-bpffs layout.
+ */
+#ifndef TCPBUF_ENFORCE_H
+#define TCPBUF_ENFORCE_H
+
+/*
+ * Map "enforce_ctl" (array, one entry), written by the daemon. Lets every
+ * charge skip the limits lookup while no cgroup has limits.
+ */
+struct tcpbuf_enforce_ctl {
+	__u32 limited_cgroups;	/* cgroups with an entry in cgroup_limits */
+	__u32 pad;
+};
+
+/*
+ * Map "enforce_events" (ring buffer): one record each time a cgroup changes
+ * state, written where its usage changed. The daemon logs it and sweeps the
+ * sockets of the cgroup's subtree.
+ */
+struct tcpbuf_state_event {
+	__u64 cgroup_id;
+	__u64 time_ns;		/* bpf_ktime_get_ns() (CLOCK_MONOTONIC) at the crossing */
+	__s64 usage_pages;	/* usage that caused the change */
+	__u64 threshold_pages;	/* the threshold crossed */
+	__u32 old_state;	/* enum tcpbuf_state */
+	__u32 new_state;
+};
+
+/* sock_enforce.flags */
+#define TCPBUF_SE_LIMITED	1	/* the socket has an ancestor with limits */
+#define TCPBUF_SE_SNDBUF_SET	2	/* sk_sndbuf is ours (set by tcpbufd) */
+#define TCPBUF_SE_RCVBUF_SET	4	/* sk_rcvbuf is ours */
+
+/* The kernel's sk_userlocks bits (include/net/sock.h). */
+#define TCPBUF_SNDBUF_LOCK	1
+#define TCPBUF_RCVBUF_LOCK	2
+
+/*
+ * Socket local storage "sock_enforce": what tcpbufd did to one socket's
+ * buffer sizes, so caps can be lifted to what the application had.
+ */
+struct sock_enforce {
+	__u32 flags;		/* TCPBUF_SE_* */
+	__u32 user_locks;	/* TCPBUF_*BUF_LOCK the application set itself */
+	__s32 user_sndbuf;	/* sk_sndbuf the application chose (if locked) */
+	__s32 user_rcvbuf;	/* sk_rcvbuf the application chose (if locked) */
+	__s32 set_sndbuf;	/* sk_sndbuf as tcpbufd last set it */
+	__s32 set_rcvbuf;	/* sk_rcvbuf as tcpbufd last set it */
+	__u32 state;		/* strictest state of its limited ancestors when last capped */
+	__u32 pad;
+};
+
+#endif /* TCPBUF_ENFORCE_H */

@@ -1,0 +1,552 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * User side of enforcement (bpf/enforce.bpf.c). Pins, next to the loader's:
+ *   links/enforce_sockops          sock_ops at the scope cgroup
+ *   links/enforce_sendmsg_sample   sampled mode: tp_btf/tcp_sendmsg_locked
+ *   links/ingress-<cgroup id>      cgroup_skb/ingress on each topmost limited cgroup
+ * so caps and refusal keep holding while no daemon runs. A restart loads the
+ * programs afresh and moves the pinned cgroup links onto them in place
+ * (BPF_LINK_UPDATE), without a moment unattached.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <bpf/libbpf.h>
+#include "enforce.skel.h"
+#include "enforce.h"
+#include "loader.h"
+#include "log.h"
+#include "status.h"
+#include "tcpbuf_enforce.h"
+
+#define MAX_EVENTS_PER_BATCH 256
+
+struct ingress_link {
+	uint64_t id;
+	int fd;
+};
+
+struct enforcer {
+	struct enforce *skel;
+	struct ring_buffer *events;
+	struct bpf_link *sweep_link;
+	struct ingress_link *ingress;	/* attached (pinned) ingress links */
+	size_t n_ingress;
+	struct bpf_program *ingress_prog;
+	enum tcpbuf_mode mode;
+	char pin_path[PATH_MAX];
+	char mount[PATH_MAX];
+	char scope[PATH_MAX];
+	/* limits as last seen, to sweep only when they change */
+	uint64_t *limit_ids;
+	struct cgroup_limits *limit_vals;
+	size_t n_limits;
+	/* state changes read from the ring buffer, logged after the sweep */
+	struct tcpbuf_state_event batch[MAX_EVENTS_PER_BATCH];
+	size_t n_batch, dropped;
+};
+
+/* ------------------------------------------------------------ helpers */
+
+static long sysctl_long(const char *path, int field, long fallback)
+{
+	long v[3] = { fallback, fallback, fallback };
+	FILE *f = fopen(path, "re");
+	int n;
+
+	if (!f)
+		return fallback;
+	n = fscanf(f, "%ld %ld %ld", &v[0], &v[1], &v[2]);
+	fclose(f);
+	return n > field ? v[field] : fallback;
+}
+
+static bool kernel_has(const char *name, int kind)
+{
+	struct btf *btf = btf__load_vmlinux_btf();
+	bool found;
+
+	if (!btf)
+		return false;
+	found = btf__find_by_name_kind(btf, name, kind) > 0;
+	btf__free(btf);
+	return found;
+}
+
+static int link_path(const struct enforcer *e, char *buf, size_t len, const char *name)
+{
+	int n = snprintf(buf, len, "%s/links/%s", e->pin_path, name);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+static double mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static bool path_within(const char *path, const char *top)
+{
+	size_t n = strlen(top);
+
+	if (!strcmp(top, "/"))
+		return true;
+	return !strncmp(path, top, n) && (path[n] == '\0' || path[n] == '/');
+}
+
+static int cgroup_open(const struct enforcer *e, const char *rel)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (snprintf(path, sizeof(path), "%s%s", e->mount, strcmp(rel, "/") ? rel : "") >=
+	    (int)sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* ----------------------------------------------------- pinned cgroup links */
+
+/* Attach @prog to the cgroup at @rel and pin the link as links/@name. A link
+ * already pinned there moves to @prog in place when it is on that cgroup;
+ * otherwise it is replaced. */
+static int cgroup_link_ensure(struct enforcer *e, struct bpf_program *prog, const char *rel,
+			      const char *name, int *link_fd)
+{
+	struct bpf_link_info info = {};
+	__u32 info_len = sizeof(info);
+	char path[PATH_MAX];
+	struct bpf_link *link;
+	int cg_fd, fd, err;
+	struct stat st;
+
+	err = link_path(e, path, sizeof(path), name);
+	if (err)
+		return err;
+	cg_fd = cgroup_open(e, rel);
+	if (cg_fd < 0)
+		return cg_fd;
+	if (fstat(cg_fd, &st)) {
+		err = -errno;
+		close(cg_fd);
+		return err;
+	}
+	fd = bpf_obj_get(path);
+	if (fd >= 0) {
+		if (!bpf_obj_get_info_by_fd(fd, &info, &info_len) &&
+		    info.type == BPF_LINK_TYPE_CGROUP && info.cgroup.cgroup_id == st.st_ino &&
+		    !bpf_link_update(fd, bpf_program__fd(prog), NULL)) {
+			close(cg_fd);
+			*link_fd = fd;
+			return 0;
+		}
+		close(fd);
+		unlink(path);
+	}
+	link = bpf_program__attach_cgroup(prog, cg_fd);
+	close(cg_fd);
+	if (!link)
+		return -errno;
+	err = bpf_link__pin(link, path);
+	if (!err)
+		*link_fd = dup(bpf_link__fd(link));
+	bpf_link__destroy(link);	/* the pin keeps it attached */
+	return err;
+}
+
+static int tracing_link_replace(struct enforcer *e, struct bpf_program *prog, const char *name)
+{
+	char path[PATH_MAX];
+	struct bpf_link *link;
+	int err;
+
+	err = link_path(e, path, sizeof(path), name);
+	if (err)
+		return err;
+	unlink(path);	/* tracing links cannot be updated: the old one goes */
+	link = bpf_program__attach(prog);
+	if (!link)
+		return -errno;
+	err = bpf_link__pin(link, path);
+	bpf_link__destroy(link);
+	return err;
+}
+
+static struct ingress_link *ingress_find(struct enforcer *e, uint64_t id)
+{
+	for (size_t i = 0; i < e->n_ingress; i++)
+		if (e->ingress[i].id == id)
+			return &e->ingress[i];
+	return NULL;
+}
+
+static void ingress_detach(struct enforcer *e, size_t i)
+{
+	char name[64], path[PATH_MAX];
+
+	snprintf(name, sizeof(name), "ingress-%llu", (unsigned long long)e->ingress[i].id);
+	if (!link_path(e, path, sizeof(path), name))
+		unlink(path);
+	/* Detach now even if someone else holds the link open. */
+	bpf_link_detach(e->ingress[i].fd);
+	close(e->ingress[i].fd);
+	e->ingress[i] = e->ingress[--e->n_ingress];
+}
+
+/* Ingress links a previous daemon left pinned: move them onto our program. */
+static void ingress_adopt(struct enforcer *e)
+{
+	char dir[PATH_MAX], path[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+
+	if (link_path(e, dir, sizeof(dir), ""))
+		return;
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		unsigned long long id;
+		void *p;
+		int fd;
+
+		if (sscanf(de->d_name, "ingress-%llu", &id) != 1)
+			continue;
+		if (snprintf(path, sizeof(path), "%s%s", dir, de->d_name) >= (int)sizeof(path))
+			continue;
+		fd = bpf_obj_get(path);
+		if (fd < 0 || bpf_link_update(fd, bpf_program__fd(e->ingress_prog), NULL)) {
+			if (fd >= 0)
+				close(fd);
+			unlink(path);
+			continue;
+		}
+		p = realloc(e->ingress, (e->n_ingress + 1) * sizeof(*e->ingress));
+		if (!p) {
+			close(fd);
+			break;
+		}
+		e->ingress = p;
+		e->ingress[e->n_ingress++] = (struct ingress_link){ .id = id, .fd = fd };
+	}
+	closedir(d);
+}
+
+/* -------------------------------------------------------------- events */
+
+static int on_event(void *ctx, void *data, size_t len)
+{
+	struct enforcer *e = ctx;
+
+	if (len < sizeof(struct tcpbuf_state_event))
+		return 0;
+	if (e->n_batch < MAX_EVENTS_PER_BATCH)
+		memcpy(&e->batch[e->n_batch++], data, sizeof(e->batch[0]));
+	else
+		e->dropped++;
+	return 0;
+}
+
+/* One state change: the structured, rate-limited log entry (log.c), then
+ * how long after the crossing the caps were on every existing socket. */
+static void report_state_change(const struct enforcer *e, const struct tcpbuf_state_event *ev,
+				const char *path, double reaction_ms)
+{
+	char buf[64];
+
+	if (!path) {
+		snprintf(buf, sizeof(buf), "cgroup %llu", (unsigned long long)ev->cgroup_id);
+		path = buf;
+	}
+	log_state_change(path, tcpbuf_state_name(ev->new_state), ev->usage_pages,
+			 ev->threshold_pages, tcpbuf_mode_name(e->mode));
+	log_debug("%s: %s -> %s at usage %lld pages (threshold %llu); caps applied %.2f ms after the crossing",
+		  path, tcpbuf_state_name(ev->old_state), tcpbuf_state_name(ev->new_state),
+		  (long long)ev->usage_pages, (unsigned long long)ev->threshold_pages, reaction_ms);
+}
+
+int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
+{
+	double done_ms;
+	int err;
+
+	e->n_batch = 0;
+	e->dropped = 0;
+	err = ring_buffer__consume(e->events);
+	if (err < 0)
+		return err;
+	if (!e->n_batch && !e->dropped)
+		return 0;
+	err = enforce_sweep(e);
+	done_ms = mono_ms();
+	for (size_t i = 0; i < e->n_batch; i++) {
+		const struct tcpbuf_state_event *ev = &e->batch[i];
+
+		report_state_change(e, ev, tree ? cgroup_tree_path(tree, ev->cgroup_id) : NULL,
+				 done_ms - ev->time_ns / 1e6);
+	}
+	if (e->dropped)
+		log_info("%zu more state changes in this batch", e->dropped);
+	return err;
+}
+
+int enforce_events_fd(const struct enforcer *e)
+{
+	return ring_buffer__epoll_fd(e->events);
+}
+
+/* --------------------------------------------------------------- sweep */
+
+int enforce_sweep(struct enforcer *e)
+{
+	char buf[256];
+	int fd, n;
+
+	fd = bpf_iter_create(bpf_link__fd(e->sweep_link));
+	if (fd < 0)
+		return -errno;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		;
+	n = n < 0 ? -errno : 0;
+	close(fd);
+	if (n)
+		log_warn("enforcement sweep failed: %s", strerror(-n));
+	return n;
+}
+
+/* --------------------------------------------------------- limited set */
+
+/* Whether the limits map holds something other than what we saw last. */
+static bool limits_changed(struct enforcer *e)
+{
+	int fd = bpf_map__fd(e->skel->maps.cgroup_limits);
+	uint64_t *ids = NULL, key, next, *prev = NULL;
+	struct cgroup_limits *vals = NULL;
+	size_t n = 0, cap = 0;
+	bool changed;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (n == cap) {
+			size_t c = cap ? cap * 2 : 16;
+			void *a = realloc(ids, c * sizeof(*ids)), *b;
+
+			if (a)
+				ids = a;
+			b = realloc(vals, c * sizeof(*vals));
+			if (b)
+				vals = b;
+			if (!a || !b)
+				break;
+			cap = c;
+		}
+		ids[n] = key;
+		if (bpf_map_lookup_elem(fd, &key, &vals[n]))
+			continue;
+		n++;
+	}
+	changed = n != e->n_limits ||
+		  (n && (memcmp(ids, e->limit_ids, n * sizeof(*ids)) ||
+			 memcmp(vals, e->limit_vals, n * sizeof(*vals))));
+	free(e->limit_ids);
+	free(e->limit_vals);
+	e->limit_ids = ids;
+	e->limit_vals = vals;
+	e->n_limits = n;
+	return changed;
+}
+
+/* A limited cgroup below another one is covered by its ancestor's ingress
+ * program (cgroup programs run for the whole subtree). */
+static bool has_limited_ancestor(const struct enforce_cgroup *cgs, size_t n, const char *path)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(cgs[i].path, path) && path_within(path, cgs[i].path))
+			return true;
+	return false;
+}
+
+static bool wanted_top(const struct enforce_cgroup *cgs, size_t n, uint64_t id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (cgs[i].id == id)
+			return !has_limited_ancestor(cgs, n, cgs[i].path);
+	return false;
+}
+
+int enforce_set_limited(struct enforcer *e, const struct enforce_cgroup *cgs, size_t n)
+{
+	struct tcpbuf_enforce_ctl ctl = { .limited_cgroups = n };
+	__u32 zero = 0;
+	size_t i;
+	int err = 0;
+
+	/* Detach first what is no longer wanted. */
+	for (i = 0; i < e->n_ingress;) {
+		if (wanted_top(cgs, n, e->ingress[i].id))
+			i++;
+		else
+			ingress_detach(e, i);
+	}
+	for (i = 0; i < n; i++) {
+		struct ingress_link l = { .id = cgs[i].id };
+		char name[64];
+		void *p;
+		int r;
+
+		if (ingress_find(e, cgs[i].id) || has_limited_ancestor(cgs, n, cgs[i].path))
+			continue;
+		if (!path_within(cgs[i].path, e->scope)) {
+			log_warn("%s: outside the scope %s; limits are not enforced there",
+				 cgs[i].path, e->scope);
+			continue;
+		}
+		snprintf(name, sizeof(name), "ingress-%llu", (unsigned long long)cgs[i].id);
+		r = cgroup_link_ensure(e, e->ingress_prog, cgs[i].path, name, &l.fd);
+		if (r) {
+			log_err("%s: cannot attach ingress refusal: %s", cgs[i].path, strerror(-r));
+			err = err ?: r;
+			continue;
+		}
+		p = realloc(e->ingress, (e->n_ingress + 1) * sizeof(*e->ingress));
+		if (!p) {
+			close(l.fd);
+			return -ENOMEM;
+		}
+		e->ingress = p;
+		e->ingress[e->n_ingress++] = l;
+		log_debug("%s: ingress refusal attached", cgs[i].path);
+	}
+	if (bpf_map_update_elem(bpf_map__fd(e->skel->maps.enforce_ctl), &zero, &ctl, BPF_ANY))
+		return -errno;
+	if (limits_changed(e))
+		err = enforce_sweep(e) ?: err;
+	return err;
+}
+
+/* --------------------------------------------------------- start, close */
+
+static int print_fn(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	if (level == LIBBPF_DEBUG && log_max_level < LOG_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, args);
+}
+
+static void set_rodata(struct enforce *skel, enum tcpbuf_mode mode)
+{
+	long wmem_max = sysctl_long("/proc/sys/net/core/wmem_max", 0, 212992);
+	long rmem_max = sysctl_long("/proc/sys/net/core/rmem_max", 0, 212992);
+	long tcp_wmem2 = sysctl_long("/proc/sys/net/ipv4/tcp_wmem", 2, 4 << 20);
+	long tcp_rmem2 = sysctl_long("/proc/sys/net/ipv4/tcp_rmem", 2, 6 << 20);
+	long snd = 2 * wmem_max, rcv = 2 * rmem_max;
+
+	/* What autotuning would reach, as far as SO_*BUF can give it. */
+	if (tcp_wmem2 > 0 && tcp_wmem2 < snd)
+		snd = tcp_wmem2;
+	if (tcp_rmem2 > 0 && tcp_rmem2 < rcv)
+		rcv = tcp_rmem2;
+	skel->rodata->accounting_mode = mode;
+	skel->rodata->sndbuf_ceiling = snd > INT_MAX ? INT_MAX : snd;
+	skel->rodata->rcvbuf_ceiling = rcv > INT_MAX ? INT_MAX : rcv;
+	/* A new socket starts where the kernel would start it (tcp_wmem[1]);
+	 * the callbacks grow it while its writer keeps it full. */
+	skel->rodata->sndbuf_initial = sysctl_long("/proc/sys/net/ipv4/tcp_wmem", 1, 16384);
+	if (skel->rodata->sndbuf_initial > skel->rodata->sndbuf_ceiling)
+		skel->rodata->sndbuf_initial = skel->rodata->sndbuf_ceiling;
+}
+
+int enforce_start(const struct enforce_opts *o, struct enforcer **out)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, open_opts, .pin_root_path = o->pin_path);
+	bool kctx = kernel_has("bpf_cast_to_kern_ctx", BTF_KIND_FUNC);
+	bool sample = o->mode == TCPBUF_MODE_SAMPLED &&
+		      kernel_has("btf_trace_tcp_sendmsg_locked", BTF_KIND_TYPEDEF);
+	struct enforcer *e;
+	int fd, err;
+
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->mode = o->mode;
+	snprintf(e->pin_path, sizeof(e->pin_path), "%s", o->pin_path);
+	snprintf(e->mount, sizeof(e->mount), "%s", o->cgroup_mount);
+	snprintf(e->scope, sizeof(e->scope), "%s", o->scope && *o->scope ? o->scope : "/");
+	libbpf_set_print(print_fn);
+
+	e->skel = enforce__open_opts(&open_opts);
+	if (!e->skel) {
+		err = -errno;
+		goto fail;
+	}
+	set_rodata(e->skel, o->mode);
+	bpf_program__set_autoload(e->skel->progs.enforce_ingress, kctx);
+	bpf_program__set_autoload(e->skel->progs.enforce_ingress_compat, !kctx);
+	bpf_program__set_autoload(e->skel->progs.sendmsg_sample, sample);
+	e->ingress_prog = kctx ? e->skel->progs.enforce_ingress : e->skel->progs.enforce_ingress_compat;
+	err = enforce__load(e->skel);
+	if (err) {
+		log_err("enforcement: cannot load programs: %s", strerror(-err));
+		goto fail;
+	}
+	err = cgroup_link_ensure(e, e->skel->progs.enforce_sockops, e->scope, "enforce_sockops", &fd);
+	if (err) {
+		log_err("enforcement: cannot attach sock_ops at %s: %s", e->scope, strerror(-err));
+		goto fail;
+	}
+	close(fd);
+	if (sample) {
+		err = tracing_link_replace(e, e->skel->progs.sendmsg_sample, "enforce_sendmsg_sample");
+		if (err) {
+			log_err("enforcement: cannot attach the sendmsg sampler: %s", strerror(-err));
+			goto fail;
+		}
+	}
+	e->sweep_link = bpf_program__attach_iter(e->skel->progs.enforce_sweep, NULL);
+	if (!e->sweep_link) {
+		err = -errno;
+		log_err("enforcement: cannot create the sweep iterator: %s", strerror(-err));
+		goto fail;
+	}
+	e->events = ring_buffer__new(bpf_map__fd(e->skel->maps.enforce_events), on_event, e, NULL);
+	if (!e->events) {
+		err = -errno;
+		goto fail;
+	}
+	ingress_adopt(e);
+	*out = e;
+	return 0;
+fail:
+	enforce_close(e);
+	return err;
+}
+
+void enforce_close(struct enforcer *e)
+{
+	if (!e)
+		return;
+	ring_buffer__free(e->events);
+	bpf_link__destroy(e->sweep_link);
+	for (size_t i = 0; i < e->n_ingress; i++)
+		close(e->ingress[i].fd);
+	free(e->ingress);
+	free(e->limit_ids);
+	free(e->limit_vals);
+	enforce__destroy(e->skel);
+	free(e);
+}

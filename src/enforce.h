@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Enforcement: loads bpf/enforce.bpf.c next to the accounting (same pinned
+ * maps), attaches its sock_ops program at the scope cgroup and its ingress
+ * program to the topmost limited cgroups, pins those links under
+ * <pin>/links/, and answers the state changes BPF reports by sweeping
+ * existing sockets. No libbpf types here.
+ */
+#ifndef TCPBUF_ENFORCE_DAEMON_H
+#define TCPBUF_ENFORCE_DAEMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "cgroups.h"
+#include "tcpbuf_maps.h"
+
+struct enforcer;
+
+struct enforce_opts {
+	const char *pin_path;		/* bpffs directory shared with the loader */
+	const char *cgroup_mount;	/* cgroup v2 mount point */
+	const char *scope;		/* subtree (relative to the mount) for cgroup programs */
+	enum tcpbuf_mode mode;		/* accounting mode the loader runs */
+};
+
+/* A cgroup with limits: its id and its path relative to the mount. */
+struct enforce_cgroup {
+	uint64_t id;
+	const char *path;
+};
+
+int enforce_start(const struct enforce_opts *opts, struct enforcer **out);
+void enforce_close(struct enforcer *e);
+
+/* Readable (EPOLLIN) when BPF reported state changes. */
+int enforce_events_fd(const struct enforcer *e);
+/* Log the reported state changes and sweep once; @tree names the cgroups. */
+int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree);
+
+/*
+ * The limited cgroups are now exactly @cgs (their limits already in the
+ * cgroup_limits map): attach ingress refusal where needed, detach where no
+ * longer, and sweep so existing sockets get (or lose) their caps.
+ */
+int enforce_set_limited(struct enforcer *e, const struct enforce_cgroup *cgs, size_t n);
+
+/* Bring every socket to the caps of its ancestors' states now. */
+int enforce_sweep(struct enforcer *e);
+
+#endif
