@@ -389,7 +389,7 @@ static const struct key default_keys[] = {
 	{ NULL, NULL, NULL, 0 },
 };
 
-/* Key order here is the order thresholds are checked in. */
+/* Indexed by RK_*, so the threshold checks can name the keys they compare. */
 enum { RK_PATH, RK_LIMIT, RK_MIN, RK_PRESSURE, RK_MAX };
 static const struct key cgroup_keys[] = {
 	[RK_PATH]	= { "Path",	NULL, set_rule_path, 0 },
