@@ -748,15 +748,25 @@ static int read_fd(int fd, char **text, size_t *len)
 	return 0;
 }
 
-/* Read a whole file: 0 or a negative errno (-EFBIG past CONFIG_MAX_FILE_BYTES). */
+/*
+ * Read a whole file: 0 or a negative errno (-EFBIG past CONFIG_MAX_FILE_BYTES,
+ * -ENOEXEC for a FIFO or socket). O_NONBLOCK: opening a FIFO would wait for
+ * a writer, and the daemon with it.
+ */
 static int read_file(const char *path, char **text, size_t *len)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	struct stat st;
 	int ret;
 
 	if (fd < 0)
 		return -errno;
-	ret = read_fd(fd, text, len);
+	if (fstat(fd, &st))
+		ret = -errno;
+	else if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))
+		ret = -ENOEXEC;
+	else
+		ret = read_fd(fd, text, len);
 	close(fd);
 	return ret;
 }
@@ -779,6 +789,10 @@ static int load_file(struct parse_ctx *ctx, const char *path, bool is_dropin)
 	char *text = NULL;
 	int ret = read_file(path, &text, &src.len);
 
+	if (ret == -ENOEXEC) {
+		ctx->file = path;
+		return fail(ctx, 0, "not a regular file");
+	}
 	if (ret)
 		return fail_errno(ctx, path, ret);
 	src.text = text;
