@@ -356,11 +356,13 @@ int main(int argc, char **argv)
 		notify_stopping();
 	}
 	control_close(d.ctl_fd, d.ctl_fd >= 0 ? daemon_socket_path(&d) : NULL);
+	/* Before config_free(): the pin path may live in the configuration. */
+	if (d.bpf)
+		log_info("stopped; programs and maps stay pinned at %s", daemon_pin_path(&d));
 	enforce_close(d.enforce);
 	loader_close(d.bpf);
 	cgroup_tree_free(&d.tree);
 	free(d.thresholds);
 	config_free(&d.cfg);
-	log_info("stopped; programs and maps stay pinned at %s", lo.pin_path);
 	return r ? 1 : 0;
 }
