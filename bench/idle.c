@@ -1,0 +1,150 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * idle: hold many idle loopback TCP connections, spread over cgroups, for
+ * the scale measurements (daemon CPU and RSS, sweep time).
+ *
+ *   idle -n SOCKETS [-c CGROUP]... [-g N] [-q | -f]
+ *
+ * Opens SOCKETS/2 connected pairs (both ends count). With several -c the
+ * pairs are spread evenly (with -g N: over the N cgroups CGROUP/g00001 ..
+ * CGROUP/gN below the single -c, which must exist), each pair entirely inside one cgroup (the process
+ * joins the cgroup, then creates the listener and both ends). -q leaves one
+ * unread byte in every connection, so each receiving socket holds a page;
+ * -f fills every connection instead (a stalled load: the receiver never
+ * reads, the sender writes until its buffer is full).
+ * Prints "ready sockets=N" once all are open, then waits for SIGTERM/SIGINT
+ * and closes everything with RST (SO_LINGER 0: no TIME_WAIT left behind).
+ * Raises RLIMIT_NOFILE itself.
+ */
+#include "common.h"
+#include <signal.h>
+#include <sys/resource.h>
+
+#define PAIRS_PER_LISTENER 10000	/* well below the ephemeral port range */
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+/* Write into a non-blocking socket whose peer never reads until it is full. */
+static size_t fill(int fd)
+{
+	static char buf[65536];
+	size_t total = 0;
+	ssize_t r;
+
+	fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+	while ((r = send(fd, buf, sizeof(buf), 0)) > 0)
+		total += r;
+	if (r < 0 && errno != EAGAIN)
+		die("fill");
+	return total;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: idle -n SOCKETS [-c CGROUP]... [-g N] [-q | -f]\n"
+		   "Hold SOCKETS/2 idle loopback connections spread over the cgroups (with -g:\n"
+		   "CGROUP/g00001..gN) until SIGTERM; -q leaves a byte queued in each, -f fills\n"
+		   "each (stalled receivers).\n");
+}
+
+int main(int argc, char **argv)
+{
+	size_t nsock = 0, npairs, ncg = 0, ngen = 0, i, k = 0, made = 0;
+	const char **cgs = calloc(argc, sizeof(*cgs));
+	int c, queue = 0, filling = 0, *fds, lfd = -1, since_listen = 0;
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	struct sockaddr_storage addr;
+	socklen_t alen;
+	struct rlimit rl;
+
+	while ((c = getopt(argc, argv, "n:c:g:qfh")) != -1) {
+		switch (c) {
+		case 'n': nsock = (size_t)parse_double("-n", optarg); break;
+		case 'c': cgs[ncg++] = optarg; break;
+		case 'g': ngen = (size_t)parse_double("-g", optarg); break;
+		case 'q': queue = 1; break;
+		case 'f': filling = 1; break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc || nsock < 2 || (ngen && ncg != 1)) {
+		usage(stderr);
+		return 2;
+	}
+	if (ngen) {
+		const char *parent = cgs[0];
+
+		cgs = calloc(ngen, sizeof(*cgs));
+		for (i = 0; i < ngen; i++) {
+			char *p;
+
+			if (asprintf(&p, "%s/g%05zu", parent, i + 1) < 0)
+				die("asprintf");
+			cgs[i] = p;
+		}
+		ncg = ngen;
+	}
+	npairs = nsock / 2;
+	rl.rlim_cur = rl.rlim_max = nsock + 1024;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		die("raise RLIMIT_NOFILE to %zu", nsock + 1024);
+	signal(SIGTERM, on_signal);
+	signal(SIGINT, on_signal);
+	signal(SIGPIPE, SIG_IGN);
+	fds = calloc(2 * npairs, sizeof(*fds));
+	if (!fds)
+		die("calloc");
+
+	for (k = 0; k < (ncg ? ncg : 1) && !stop; k++) {
+		/* pairs for cgroup k: an even share, the remainder to the first ones */
+		size_t share = ncg ? npairs / ncg + (k < npairs % ncg) : npairs;
+
+		if (!share)
+			continue;
+		if (ncg)
+			cg_join(cgs[k]);
+		for (i = 0; i < share && !stop; i++) {
+			if (lfd < 0 || since_listen == PAIRS_PER_LISTENER) {
+				if (lfd >= 0)
+					close(lfd);
+				lfd = listen_loopback(0, 4096, &addr, &alen);
+				since_listen = 0;
+			}
+			connect_pair(lfd, &addr, alen, &fds[2 * made], &fds[2 * made + 1]);
+			if (queue && send(fds[2 * made], "x", 1, 0) != 1)
+				die("send");
+			made++;
+			since_listen++;
+		}
+		close(lfd); /* the next cgroup gets its own listener */
+		lfd = -1;
+	}
+	if (filling) {
+		size_t bytes = 0;
+		int pass;
+
+		/* Twice: the first writes may let the send buffer grow. */
+		for (pass = 0; pass < 2; pass++) {
+			for (i = 0; i < made; i++)
+				bytes += fill(fds[2 * i]);
+			usleep(100000);
+		}
+		printf("filled bytes=%zu\n", bytes);
+	}
+	printf("ready sockets=%zu\n", 2 * made);
+	fflush(stdout);
+	while (!stop)
+		pause();
+	for (i = 0; i < 2 * made; i++) {
+		setsockopt(fds[i], SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		close(fds[i]);
+	}
+	return 0;
+}

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * stream: netperf TCP_STREAM over loopback. One connection; the client sends
+ * -m byte messages (16 KiB, netperf's loopback default) as fast as it can,
+ * the server receives into a -M byte buffer (128 KiB). Throughput is what the
+ * receiver got between the end of the warm-up and the end, in 10^6 bit/s.
+ * Both ends (and the listener) live in the cgroup given with -c.
+ *
+ *   stream [-c CGROUP] [-t SECONDS] [-w WARMUP] [-m SEND] [-M RECV] [-6]
+ *          [-C CLIENT_CPU] [-S SERVER_CPU]
+ *
+ * Output, one line: "stream mbps=41234.5 bytes=51543125000 seconds=10.000"
+ */
+#include "common.h"
+#include <signal.h>
+#include <stdatomic.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+static void receive(int fd, size_t size, _Atomic unsigned long long *received)
+{
+	char *buf = malloc(size);
+	ssize_t r;
+
+	for (;;) {
+		r = recv(fd, buf, size, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			_exit(r < 0);
+		atomic_fetch_add_explicit(received, r, memory_order_relaxed);
+	}
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"usage: stream [-c CGROUP] [-t SECONDS] [-w WARMUP] [-m SEND] [-M RECV] [-6]\n"
+		"              [-C CLIENT_CPU] [-S SERVER_CPU]\n"
+		"netperf TCP_STREAM over loopback: bulk throughput of one connection in\n"
+		"10^6 bit/s, measured at the receiver; both ends in CGROUP.\n"
+		"  -t SECONDS  measured time (default 10)    -w WARMUP  unmeasured start (default 1)\n"
+		"  -m BYTES    send size (16384)             -M BYTES   receive size (131072)\n"
+		"  -6          IPv6                          -C/-S CPU  pin sender/receiver\n");
+}
+
+int main(int argc, char **argv)
+{
+	double secs = 10, warm = 1;
+	int c, v6 = 0, ccpu = -1, scpu = -1, lfd, cfd, sfd, status;
+	size_t send_size = 16384, recv_size = 131072;
+	const char *cg = NULL;
+	struct sockaddr_storage addr;
+	socklen_t alen;
+	_Atomic unsigned long long *received;
+	unsigned long long b0 = 0, b1;
+	double t0 = 0, t1;
+	char *buf;
+	pid_t pid;
+
+	while ((c = getopt(argc, argv, "c:t:w:m:M:6C:S:h")) != -1) {
+		switch (c) {
+		case 'c': cg = optarg; break;
+		case 't': secs = parse_double("-t", optarg); break;
+		case 'w': warm = parse_double("-w", optarg); break;
+		case 'm': send_size = (size_t)parse_double("-m", optarg); break;
+		case 'M': recv_size = (size_t)parse_double("-M", optarg); break;
+		case '6': v6 = 1; break;
+		case 'C': ccpu = atoi(optarg); break;
+		case 'S': scpu = atoi(optarg); break;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind < argc || !send_size || !recv_size || secs <= 0) {
+		usage(stderr);
+		return 2;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	received = mmap(NULL, sizeof(*received), PROT_READ | PROT_WRITE,
+			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (received == MAP_FAILED)
+		die("mmap");
+	if (cg)
+		cg_join(cg);
+	lfd = listen_loopback(v6, 1, &addr, &alen);
+	connect_pair(lfd, &addr, alen, &cfd, &sfd);
+	close(lfd);
+	pid = fork();
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		close(cfd);
+		pin_cpu(scpu);
+		receive(sfd, recv_size, received);
+	}
+	close(sfd);
+	pin_cpu(ccpu);
+	buf = calloc(1, send_size);
+
+	double start = mono_sec(), end_warm = start + warm, end = end_warm + secs;
+	int measuring = warm <= 0;
+
+	if (measuring)
+		t0 = start;
+	for (;;) {
+		ssize_t r = send(cfd, buf, send_size, 0);
+
+		if (r < 0 && errno != EINTR)
+			die("send");
+		t1 = mono_sec();
+		if (!measuring && t1 >= end_warm) {
+			b0 = atomic_load(received);
+			t0 = mono_sec();
+			end = t0 + secs;
+			measuring = 1;
+		} else if (measuring && t1 >= end) {
+			b1 = atomic_load(received);
+			t1 = mono_sec();
+			break;
+		}
+	}
+	close(cfd);
+	waitpid(pid, &status, 0);
+	printf("stream mbps=%.1f bytes=%llu seconds=%.3f\n", (b1 - b0) * 8 / (t1 - t0) / 1e6,
+	       b1 - b0, t1 - t0);
+	return 0;
+}
