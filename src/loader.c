@@ -46,7 +46,7 @@ const char *tcpbuf_mode_name(enum tcpbuf_mode mode)
 	return mode == TCPBUF_MODE_EXACT ? "exact" : mode == TCPBUF_MODE_SAMPLED ? "sampled" : "none";
 }
 
-static bool probing; /* a refused probe is an answer, not an error to print */
+static bool probing; /* a refused exact load is an answer, not an error to print */
 
 static int libbpf_print_fn(enum libbpf_print_level level, const char *fmt, va_list args)
 {
@@ -287,36 +287,6 @@ out:
 	return err;
 }
 
-static bool trampoline_probe(void)
-{
-	struct account_exact *skel;
-	struct bpf_map *map;
-	int err;
-
-	skel = account_exact__open();
-	if (!skel)
-		return false;
-	/* No map pinning here: the probe must leave nothing behind. */
-	bpf_object__for_each_map(map, skel->obj)
-		bpf_map__set_pin_path(map, NULL);
-	probing = true;
-	err = account_exact__load(skel);
-	probing = false;
-	account_exact__destroy(skel);
-	if (err)
-		log_debug("fentry/fexit probe: %s", strerror(-err));
-	return err == 0;
-}
-
-bool bpf_trampoline_supported(void)
-{
-	static int cached = -1;
-
-	if (cached < 0)
-		cached = trampoline_probe();
-	return cached;
-}
-
 static enum tcpbuf_mode mode_parse(const char *s)
 {
 	if (!s || !strcmp(s, "auto"))
@@ -348,19 +318,25 @@ static int fresh_start(struct tcpbuf_bpf *bpf, enum tcpbuf_mode wanted)
 	if (err)
 		return err;
 
+	/* The probe is the real load: a second load just to ask would double
+	 * the start-up time, which is seconds on slow machines. A refusal
+	 * leaves nothing behind (the maps are the reconcile object's). */
 	if (wanted != TCPBUF_MODE_SAMPLED) {
-		if (bpf_trampoline_supported()) {
-			err = load_exact(bpf);
-			if (err) {
-				log_err("cannot attach exact accounting: %s", strerror(-err));
-				return err;
-			}
+		probing = true;
+		err = load_exact(bpf);
+		probing = false;
+		if (!err) {
 			bpf->mode = TCPBUF_MODE_EXACT;
+		} else if (err != -EPERM && err != -EACCES && err != -EOPNOTSUPP) {
+			log_err("cannot attach exact accounting: %s", strerror(-err));
+			return err;
 		} else if (wanted == TCPBUF_MODE_EXACT) {
-			log_err("exact mode requested, but this kernel refuses fentry/fexit programs");
+			log_err("exact mode requested, but this kernel refuses fentry/fexit programs (%s)",
+				strerror(-err));
 			return -EOPNOTSUPP;
 		} else {
-			log_info("this kernel refuses fentry/fexit programs; falling back to sampled accounting");
+			log_info("this kernel refuses fentry/fexit programs (%s); falling back to sampled accounting",
+				 strerror(-err));
 		}
 	}
 	if (!bpf->mode) {

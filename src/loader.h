@@ -31,7 +31,5 @@ int loader_reconcile(struct tcpbuf_bpf *bpf);
 /* Sockets carrying tcpbufd state in socket storage, or negative errno. */
 long loader_count_sock_charges(struct tcpbuf_bpf *bpf);
 
-/* Whether this kernel lets fentry/fexit programs load; probed once, cached. */
-bool bpf_trampoline_supported(void);
 
 #endif

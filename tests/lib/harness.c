@@ -935,6 +935,7 @@ int daemon_start(const char *extra_args)
 	char *scope;
 	int argc = 0, nextra, logfd, st;
 	double end;
+	int wait_s;
 	pid_t pid;
 
 	if (access(bin, X_OK))
@@ -1020,7 +1021,10 @@ int daemon_start(const char *extra_args)
 	free(extra);
 	free(scope);
 
-	end = now_sec() + 10;
+	/* Under software emulation (the VM matrix) loading the BPF objects alone
+	 * takes seconds. */
+	wait_s = getenv("TCPBUF_VM") ? 90 : 10;
+	end = now_sec() + wait_s;
 	while (now_sec() < end) {
 		if (waitpid(pid, &st, WNOHANG) == pid) {
 			fprintf(stderr, "harness: daemon exited before its socket came up (%s %d)\n",
@@ -1035,7 +1039,7 @@ int daemon_start(const char *extra_args)
 			return 0;
 		msleep(20);
 	}
-	fprintf(stderr, "harness: daemon socket %s not accepting after 10 s\n", h_sock);
+	fprintf(stderr, "harness: daemon socket %s not accepting after %d s\n", h_sock, wait_s);
 	daemon_dump_log();
 	return -1;
 }
