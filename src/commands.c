@@ -28,27 +28,45 @@ static bool same_user_ns(pid_t pid)
 	return !stat(path, &a) && !stat("/proc/self/ns/user", &b) && a.st_ino == b.st_ino;
 }
 
-static bool has_net_admin(pid_t pid)
+/*
+ * CAP_NET_ADMIN in the peer's effective set, from /proc/PID/status. That is
+ * the process as it is now, not as it was at connect(): a client may send
+ * its request, then execute a setuid-root program, whose capabilities /proc
+ * shows (even after it exits: a zombie keeps them until reaped). So the
+ * capability counts only while all four uids are still the one SO_PEERCRED
+ * recorded at connect(), and never for a zombie. (A program with file
+ * capabilities keeps the uids; executing one after connect() is the race
+ * that remains.)
+ */
+static bool has_net_admin(const struct peer *p)
 {
-	char path[64], line[256];
+	char path[64], line[256], state = 'Z';
 	unsigned long long caps = 0;
+	unsigned uid[4];
+	bool same_uids = false;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", pid);
+	snprintf(path, sizeof(path), "/proc/%d/status", p->pid);
 	f = fopen(path, "re");
 	if (!f)
 		return false;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "CapEff: %llx", &caps) == 1)
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "State: %c", &state) == 1)
+			continue;
+		if (sscanf(line, "Uid: %u %u %u %u", &uid[0], &uid[1], &uid[2], &uid[3]) == 4)
+			same_uids = uid[0] == p->uid && uid[1] == p->uid && uid[2] == p->uid &&
+				    uid[3] == p->uid;
+		else if (sscanf(line, "CapEff: %llx", &caps) == 1)
 			break;
+	}
 	fclose(f);
-	return caps & (1ULL << CAP_NET_ADMIN_BIT);
+	return state != 'Z' && state != 'X' && same_uids && (caps & (1ULL << CAP_NET_ADMIN_BIT));
 }
 
 /* Root, or CAP_NET_ADMIN in the initial user namespace. */
 static bool peer_is_admin(const struct peer *p)
 {
-	return same_user_ns(p->pid) && (p->uid == 0 || has_net_admin(p->pid));
+	return same_user_ns(p->pid) && (p->uid == 0 || has_net_admin(p));
 }
 
 /* The peer's cgroup v2 path, from the "0::" line of /proc/PID/cgroup. */
