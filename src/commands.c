@@ -136,34 +136,39 @@ static int cmd_status(struct daemon *d, const struct request *req, const struct 
 		      FILE *out, char *err, size_t errlen)
 {
 	struct status_rows rows;
-	char own[PATH_MAX], rels[8][PATH_MAX];
-	char *filters[8];
+	char rel[PATH_MAX];
+	char **filters = calloc(req->n_cgroups + 1, sizeof(*filters));
 	size_t n = 0, i;
-	int r;
+	int r = 1;
 
+	if (!filters) {
+		snprintf(err, errlen, "out of memory");
+		return 1;
+	}
 	if (loader_mode(d->bpf) == TCPBUF_MODE_SAMPLED)
 		loader_reconcile(d->bpf); /* a status is a sample too */
 	cgroup_tree_scan(&d->tree);
-	for (i = 0; i < req->n_cgroups && n < 8; i++) {
-		if (resolve(d, req->cgroups[i], rels[n], sizeof(rels[n]), err, errlen))
-			return 1;
-		if (check_scope(p, rels[n], err, errlen))
-			return 1;
-		filters[n] = rels[n];
-		n++;
+	for (i = 0; i < req->n_cgroups; i++) {
+		if (resolve(d, req->cgroups[i], rel, sizeof(rel), err, errlen) ||
+		    check_scope(p, rel, err, errlen))
+			goto out;
+		if (!(filters[n++] = strdup(rel)))
+			goto nomem;
 	}
 	if (!n && !peer_is_admin(p)) {
 		/* Others see their own subtree only. */
-		if (peer_cgroup(p, own, sizeof(own))) {
+		if (peer_cgroup(p, rel, sizeof(rel))) {
 			snprintf(err, errlen, "permission denied: cannot tell the caller's cgroup");
-			return 1;
+			goto out;
 		}
-		filters[n++] = own;
+		if (!(filters[n++] = strdup(rel)))
+			goto nomem;
 	}
 	r = status_collect(loader_usage_fd(d->bpf), loader_limits_fd(d->bpf), &d->tree, &rows);
 	if (r) {
 		snprintf(err, errlen, "status: %s", strerror(-r));
-		return 1;
+		r = 1;
+		goto out;
 	}
 	status_filter(&rows, filters, n);
 	if (req->json)
@@ -172,7 +177,15 @@ static int cmd_status(struct daemon *d, const struct request *req, const struct 
 	else
 		status_print_table(out, &rows, tcpbuf_mode_name(loader_mode(d->bpf)));
 	status_rows_free(&rows);
-	return 0;
+	goto out;
+nomem:
+	snprintf(err, errlen, "out of memory");
+	r = 1;
+out:
+	for (i = 0; i < n; i++)
+		free(filters[i]);
+	free(filters);
+	return r;
 }
 
 /* Everything status shows, for monitoring; others see their own subtree. */
