@@ -217,10 +217,26 @@ static int cmd_metrics(struct daemon *d, const struct peer *p, FILE *out, char *
 	return 0;
 }
 
+/* The rule set-limit wrote for @rel, if the running config has it from there. */
+static const struct cgroup_rule *own_rule(const struct daemon *d, const char *rel,
+					  const struct cgroup_rule **exact)
+{
+	const struct cgroup_rule *r = config_match(&d->cfg, rel);
+	char name[NAME_MAX + 1], path[PATH_MAX];
+
+	*exact = r && !r->is_glob ? r : NULL;
+	if (!*exact || dropin_name(rel, name, sizeof(name)) ||
+	    snprintf(path, sizeof(path), "%s/%s", d->cfg.dropin_dir, name) >= (int)sizeof(path))
+		return NULL;
+	return strcmp(r->file, path) ? NULL : r;
+}
+
 static int cmd_set_limit(struct daemon *d, const struct request *req, const struct peer *p,
 			 char *err, size_t errlen)
 {
+	const struct cgroup_rule *own, *exact;
 	char rel[PATH_MAX];
+	uint64_t old;
 
 	if (!peer_is_admin(p)) {
 		snprintf(err, errlen, "permission denied: only the administrator sets ceilings");
@@ -228,11 +244,21 @@ static int cmd_set_limit(struct daemon *d, const struct request *req, const stru
 	}
 	if (resolve(d, req->cgroups[0], rel, sizeof(rel), err, errlen))
 		return 1;
+	own = own_rule(d, rel, &exact);
+	if (exact && !own) {
+		snprintf(err, errlen, "%s: its ceiling is configured at %s:%d; change it there", rel,
+			 exact->file, exact->line);
+		return 1;
+	}
+	old = own ? own->limit_pages : 0;
 	if (dropin_write_limit(d->cfg.dropin_dir, rel, req->limit_pages, err, errlen))
 		return 1;
 	if (daemon_reload(d, err, errlen)) {
-		dropin_remove(d->cfg.dropin_dir, rel, NULL, 0);
-		daemon_reload(d, NULL, 0);
+		/* The running config stays: make the files say so again. */
+		if (old)
+			dropin_write_limit(d->cfg.dropin_dir, rel, old, NULL, 0);
+		else
+			dropin_remove(d->cfg.dropin_dir, rel, NULL, 0);
 		return 1;
 	}
 	log_info("%s: ceiling set to %llu pages by uid %u", rel,
