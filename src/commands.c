@@ -332,11 +332,19 @@ static int cmd_unset(struct daemon *d, const struct request *req, const struct p
 		     size_t errlen)
 {
 	char rel[PATH_MAX];
-	bool admin = peer_is_admin(p);
+	bool admin = peer_is_admin(p), own = false;
+	size_t i;
 
 	if (resolve(d, req->cgroups[0], rel, sizeof(rel), err, errlen) ||
 	    check_scope(p, rel, err, errlen))
 		return 1;
+	for (i = 0; i < d->n_thresholds; i++)
+		own |= !strcmp(d->thresholds[i].path, rel);
+	if (!admin && !own) {
+		snprintf(err, errlen, "permission denied: %s has no thresholds set with \"set\"; "
+			 "only the administrator removes its ceiling", rel);
+		return 1;
+	}
 	if (thresholds_store(d, rel, req, true, err, errlen))
 		return 1;
 	/* Only the administrator removes a ceiling; a container's unset only
