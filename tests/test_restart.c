@@ -1,0 +1,239 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Restarts lose nothing.
+ *
+ * 1. SIGKILL with a stalled load in w: the pinned programs keep counting
+ *    while no daemon runs. Read straight from the pinned cgroup_usage map:
+ *    closing load B drops w's usage by B's pages, and load C started while
+ *    the daemon is down raises it. (In exact mode the map also equals the
+ *    sock_diag oracle all along; sampled mode charges the receivers of C at
+ *    the next reconcile, which needs the daemon.)
+ * 2. The restarted daemon says it adopted the pinned objects, and status
+ *    has the same values, nothing reset: usage equals the oracle again,
+ *    peak_pages is at least what it was before the kill, failcnt and
+ *    pressure_events are kept; the thresholds chosen with `set` and the
+ *    ceiling from `set-limit` are there.
+ * 3. SIGTERM, the pins removed, a fresh start: thresholds come back from
+ *    StateDir and the ceiling from its drop-in, and a set-limit that failed
+ *    (a bad drop-in made the reload fail) left the earlier ceiling on disk.
+ */
+#define _GNU_SOURCE
+#include "harness.h"
+#include "load.h"
+#include "skmem.h"
+
+#include <inttypes.h>
+#include <linux/bpf.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tcpbuf_maps.h"
+
+static const char *w, *t, *s;
+
+static char *status_json(void)
+{
+	char *out = NULL;
+
+	ASSERT_EQ(ctl(&out, "status --json %s", cg_rel(cg_test_parent())), 0);
+	ASSERT_TRUE(json_valid(out));
+	return out;
+}
+
+static int64_t field(const char *json, const char *cg, const char *key)
+{
+	int64_t v = -1;
+	int r = json_cgroup_field(json, cg, key, &v);
+
+	return r == JSON_FOUND ? v : r == JSON_NULL ? -2 : -3;
+}
+
+static int64_t tolerance(int64_t pages)
+{
+	return pages / 50 > 8 ? pages / 50 : 8;
+}
+
+/* w's entry of the pinned cgroup_usage map, read without the daemon. */
+static struct cgroup_usage pinned_usage(const char *cg)
+{
+	char path[512];
+	struct cgroup_usage u = { .usage_pages = -1 };
+	union bpf_attr a;
+	__u64 id = cg_id(cg);
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/cgroup_usage", daemon_pin_path());
+	memset(&a, 0, sizeof(a));
+	a.pathname = (__u64)(unsigned long)path;
+	fd = syscall(__NR_bpf, BPF_OBJ_GET, &a, sizeof(a));
+	ASSERT_TRUE(fd >= 0);
+	memset(&a, 0, sizeof(a));
+	a.map_fd = fd;
+	a.key = (__u64)(unsigned long)&id;
+	a.value = (__u64)(unsigned long)&u;
+	EXPECT_OK(syscall(__NR_bpf, BPF_MAP_LOOKUP_ELEM, &a, sizeof(a)));
+	close(fd);
+	return u;
+}
+
+static uint64_t oracle_pages(const char *cg)
+{
+	struct skmem_total k;
+
+	ASSERT_OK(skmem_subtree(cg, &k));
+	return k.pages;
+}
+
+static struct load *stalled(const char *cg)
+{
+	struct load_opts o = { .cgroup = cg, .nconn = 4, .bytes = 2 << 20 };
+	struct load *l = load_start(&o);
+
+	ASSERT_TRUE(l != NULL);
+	ASSERT_EQ(load_wait_filled(l, 0), 0);
+	return l;
+}
+
+static int log_has(const char *needle)
+{
+	char cmd[1024];
+
+	snprintf(cmd, sizeof(cmd), "grep -q -F '%s' %s", needle, daemon_log_path());
+	return system(cmd) == 0;
+}
+
+static void check_limits(const char *json, const char *when)
+{
+	test_log("%s: t thresholds %" PRId64 "/%" PRId64 "/%" PRId64 " under %" PRId64
+		 ", s ceiling %" PRId64, when, field(json, t, "min_pages"),
+		 field(json, t, "pressure_pages"), field(json, t, "max_pages"),
+		 field(json, t, "limit_pages"), field(json, s, "limit_pages"));
+	EXPECT_EQ(field(json, t, "limit_pages"), 16384);
+	EXPECT_EQ(field(json, t, "min_pages"), 1024);
+	EXPECT_EQ(field(json, t, "pressure_pages"), 2048);
+	EXPECT_EQ(field(json, t, "max_pages"), 4096);
+	EXPECT_EQ(field(json, s, "limit_pages"), 8192);
+	EXPECT_EQ(field(json, w, "limit_pages"), 262144);
+}
+
+int main(void)
+{
+	char conf[1024], bad[1024], *json;
+	struct cgroup_usage m0, m1, m2;
+	int64_t usage1, peak1, failcnt1, events1, b_pages, usage;
+	struct load *la, *lb, *lc;
+	bool exact;
+	FILE *f;
+
+	test_init();
+	lo_up();
+	w = cg_create("w");
+	t = cg_create("t");
+	s = cg_create("s");
+	snprintf(conf, sizeof(conf), "%s/10-restart.conf", daemon_confdir());
+	f = fopen(conf, "w");
+	ASSERT_TRUE(f != NULL);
+	fprintf(f, "[Cgroup]\nPath=%s\nLimit=1G\n\n[Cgroup]\nPath=%s\nLimit=64M\n", cg_rel(w),
+		cg_rel(t));
+	ASSERT_OK(fclose(f));
+	daemon_write_config("[Daemon]\nPollIntervalMs=200\nSampleIntervalMs=200\n"
+			    "DropInDir=%s\nStateDir=%s/state\n", daemon_confdir(), test_tmpdir());
+	ASSERT_EQ(daemon_start(""), 0);
+	ASSERT_EQ(ctl(NULL, "set %s 4M 8M 16M", cg_rel(t)), 0);
+	ASSERT_EQ(ctl(NULL, "set-limit %s 32M", cg_rel(s)), 0);
+
+	/* A set-limit that fails must leave the ceiling it replaced on disk. */
+	snprintf(bad, sizeof(bad), "%s/20-bad.conf", daemon_confdir());
+	f = fopen(bad, "w");
+	ASSERT_TRUE(f != NULL);
+	fputs("[Cgroup]\nPath=/nowhere\nLimit=lots\n", f);
+	ASSERT_OK(fclose(f));
+	EXPECT_EQ(ctl(NULL, "set-limit %s 48M", cg_rel(s)), 1);
+	test_log("set-limit with a bad drop-in present: %s", ctl_stderr());
+	ASSERT_OK(unlink(bad));
+
+	la = stalled(w);
+	lb = stalled(w);
+	json = status_json();
+	exact = strstr(json, "\"mode\": \"exact\"") != NULL;
+	usage1 = field(json, w, "usage_pages");
+	peak1 = field(json, w, "peak_pages");
+	failcnt1 = field(json, w, "failcnt");
+	events1 = field(json, w, "pressure_events");
+	test_log("%s mode; before the kill: w usage %" PRId64 " peak %" PRId64 ", sock_diag %" PRIu64,
+		 exact ? "exact" : "sampled", usage1, peak1, oracle_pages(w));
+	EXPECT_NEAR(usage1, (int64_t)oracle_pages(w), tolerance(usage1));
+	check_limits(json, "before the kill");
+	free(json);
+
+	/* 1. Killed: the pinned programs keep counting. */
+	ASSERT_EQ(daemon_signal(SIGKILL), 0);
+	while (daemon_alive())
+		msleep(10);
+	m0 = pinned_usage(w);
+	/* B's pages: w's before closing B less w's after. */
+	b_pages = (int64_t)oracle_pages(w);
+	ASSERT_EQ(load_close(lb), 0);
+	msleep(500);
+	b_pages -= (int64_t)oracle_pages(w);
+	m1 = pinned_usage(w);
+	test_log("daemon down: closing B (%" PRId64 " pages by sock_diag) moved the pinned "
+		 "usage %" PRId64 " -> %" PRId64, b_pages, (int64_t)m0.usage_pages,
+		 (int64_t)m1.usage_pages);
+	EXPECT_GT(b_pages, 0);
+	EXPECT_NEAR((int64_t)(m0.usage_pages - m1.usage_pages), b_pages, tolerance(b_pages));
+	if (exact)
+		EXPECT_NEAR((int64_t)m1.usage_pages, (int64_t)oracle_pages(w),
+			    tolerance(m1.usage_pages));
+	lc = stalled(w);
+	m2 = pinned_usage(w);
+	test_log("daemon down: load C raised it to %" PRId64 " (sock_diag %" PRIu64 ")",
+		 (int64_t)m2.usage_pages, oracle_pages(w));
+	EXPECT_GT(m2.usage_pages, m1.usage_pages);
+	if (exact)
+		EXPECT_NEAR((int64_t)m2.usage_pages, (int64_t)oracle_pages(w),
+			    tolerance(m2.usage_pages));
+	EXPECT_GE(m2.peak_pages, peak1);
+
+	/* 2. Restarted: adopted, same values, nothing reset. */
+	ASSERT_EQ(daemon_start(""), 0);
+	EXPECT_TRUE(log_has("adopted from pins"));
+	json = status_json();
+	usage = field(json, w, "usage_pages");
+	test_log("after the restart: w usage %" PRId64 " peak %" PRId64 ", sock_diag %" PRIu64,
+		 usage, field(json, w, "peak_pages"), oracle_pages(w));
+	EXPECT_NEAR(usage, (int64_t)oracle_pages(w), tolerance(usage));
+	EXPECT_GE(field(json, w, "peak_pages"), peak1);
+	EXPECT_GE(field(json, w, "peak_pages"), (int64_t)m2.peak_pages);
+	EXPECT_EQ(field(json, w, "failcnt"), failcnt1);
+	EXPECT_GE(field(json, w, "pressure_events"), events1);
+	check_limits(json, "after SIGKILL and restart");
+	free(json);
+
+	/* 3. Stopped, the pins removed, started afresh: limits come from the files. */
+	EXPECT_TRUE(WIFEXITED(daemon_stop()));
+	{
+		char cmd[1024];
+
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", daemon_pin_path());
+		ASSERT_EQ(system(cmd), 0);
+	}
+	ASSERT_EQ(daemon_start(""), 0);
+	EXPECT_TRUE(log_has("accounting attached at"));
+	json = status_json();
+	usage = field(json, w, "usage_pages");
+	test_log("fresh start: w usage %" PRId64 ", sock_diag %" PRIu64, usage, oracle_pages(w));
+	EXPECT_NEAR(usage, (int64_t)oracle_pages(w), tolerance(usage));
+	check_limits(json, "after a fresh start");
+	free(json);
+
+	EXPECT_EQ(load_close(la), 0);
+	EXPECT_EQ(load_close(lc), 0);
+	return test_done();
+}
