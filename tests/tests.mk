@@ -11,8 +11,14 @@
 #   TEST_SRCS_<name>    extra sources linked into tests/bin/test_<name>: unit
 #                       tests of daemon code name the src/*.c they need
 #   TEST_LDLIBS_<name>  extra libraries for tests/bin/test_<name>
+#   FUZZ_PROGS      tests/bin/fuzz/fuzz_*  libFuzzer targets from tests/fuzz/*.c,
+#                   run by test_fuzz_* ($FUZZ_TIME s each, default 20). Built
+#                   with FUZZ_CC (clang-19) -fsanitize=fuzzer,address,undefined;
+#                   when that fails, the reason goes to tests/bin/fuzz/NAME.skip
+#                   and the test reports a skip saying why (make does not fail)
 #   targets: tests / test-progs (build all of the above), test-run (build,
-#            then tests/run $(TEST_ARGS)), test-clean
+#            then tests/run $(TEST_ARGS)), fuzz-check (build, then run only
+#            the fuzz tests), test-clean
 
 CFLAGS ?= -O2 -g -Wall -Wextra -Werror
 AR ?= ar
@@ -32,12 +38,20 @@ TEST_TOOLS := $(patsubst tests/tools/%.c,$(TEST_BIN_DIR)/%,$(wildcard tests/tool
 # Do not steal the including Makefile's default goal.
 tests_mk_saved_goal := $(.DEFAULT_GOAL)
 
-.PHONY: tests test-progs test-run test-clean
+FUZZ_CC ?= clang-19
+FUZZ_CFLAGS ?= -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
+FUZZ_NAMES := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_PROGS := $(patsubst %,$(TEST_BIN_DIR)/fuzz/fuzz_%,$(FUZZ_NAMES))
 
-tests test-progs: $(TEST_PROGS) $(TEST_TOOLS)
+.PHONY: tests test-progs test-run test-clean fuzz-check
+
+tests test-progs: $(TEST_PROGS) $(TEST_TOOLS) $(FUZZ_PROGS)
 
 test-run: test-progs
 	tests/run $(TEST_ARGS)
+
+fuzz-check: $(FUZZ_PROGS) $(patsubst %,$(TEST_BIN_DIR)/test_fuzz_%,$(FUZZ_NAMES))
+	tests/run $(patsubst %,fuzz_%,$(FUZZ_NAMES))
 
 test-clean:
 	rm -rf $(TEST_BIN_DIR)
@@ -64,6 +78,24 @@ $(TEST_BIN_DIR)/test_%: tests/test_%.c $(TEST_LIB) $(TEST_LIB_HDRS)
 
 # rebuild a test when the daemon sources it links change
 $(foreach t,$(TEST_PROGS),$(eval $(t): $(TEST_SRCS_$(patsubst $(TEST_BIN_DIR)/test_%,%,$(t)))))
+
+# The daemon code each fuzz target links.
+FUZZ_SRCS_request := src/request.c src/size.c
+FUZZ_SRCS_config := src/config.c src/size.c build/default_conf.c
+FUZZ_LDLIBS_config := -linih
+
+# Never fails: without a working clang and libFuzzer runtime (Debian's
+# libclang-rt-19-dev) the fuzz test is a skip with the compiler's reason.
+$(TEST_BIN_DIR)/fuzz/fuzz_%: tests/fuzz/fuzz_%.c
+	@mkdir -p $(@D)
+	@rm -f $@.skip
+	@if $(FUZZ_CC) $(FUZZ_CFLAGS) -Iinclude -Isrc -o $@ $< $(FUZZ_SRCS_$*) $(FUZZ_LDLIBS_$*) \
+		>$@.log 2>&1; then rm -f $@.log; echo "  FUZZ     $@"; else rm -f $@; \
+		{ printf '%s -fsanitize=fuzzer failed: ' '$(FUZZ_CC)'; \
+		  grep -m1 -E 'error|not found|cannot find' $@.log || head -n1 $@.log; } > $@.skip; \
+		echo "  FUZZ     $@: not built ($$(cat $@.skip))"; fi
+
+$(foreach n,$(FUZZ_NAMES),$(eval $(TEST_BIN_DIR)/fuzz/fuzz_$(n): $(FUZZ_SRCS_$(n))))
 
 $(TEST_TOOLS): $(TEST_BIN_DIR)/%: tests/tools/%.c $(TEST_LIB) $(TEST_LIB_HDRS)
 	@mkdir -p $(@D)
