@@ -52,7 +52,7 @@ DAEMON_SRCS  += src/notify.c src/metrics.c
 
 .DELETE_ON_ERROR:
 .SECONDARY:
-.PHONY: all clean install uninstall check check-host check-vm vmlinux tests
+.PHONY: all clean install uninstall check check-host check-vm check-vm-matrix vmlinux tests
 
 all: $(OUT)/tcpbufd $(OUT)/tcpbufctl
 
@@ -91,17 +91,66 @@ vmlinux:
 
 -include tests/tests.mk
 
+# The host suite and the VM matrix, one closing count (tests/check).
 check: all tests
+	tests/check
+
+check-host: all tests
 	tests/run --mode $${TCPBUFD_MODE:-auto}
 
-install: all
-	install -D -m 0755 $(OUT)/tcpbufd $(DESTDIR)$(SBINDIR)/tcpbufd
-	install -D -m 0755 $(OUT)/tcpbufctl $(DESTDIR)$(BINDIR)/tcpbufctl
-	[ -e $(DESTDIR)$(SYSCONFDIR)/tcpbufd.conf ] || \
-		install -D -m 0644 tcpbufd.conf $(DESTDIR)$(SYSCONFDIR)/tcpbufd.conf
+# One kernel: make check-vm KERNEL=path/to/vmlinuz (or a cached series: 6.1, 6.12).
+KERNEL ?= 6.12
+check-vm: all tests
+	tests/vm/run-vm $(KERNEL)
 
+check-vm-matrix: all tests
+	tests/vm/run-matrix
+
+# BPF objects are embedded in tcpbufd (skeletons), so the binaries, the unit,
+# the man pages and the config are all there is. An existing config is never
+# overwritten; uninstall removes it only if it is still the shipped one.
+MANPAGES     := docs/man/tcpbufd.8 docs/man/tcpbufctl.8 docs/man/tcpbufd.conf.5
+MAN_DESTS    := $(foreach m,$(MANPAGES),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
+INSTALL_DIRS := $(SBINDIR) $(BINDIR) $(UNITDIR) $(sort $(dir $(MAN_DESTS))) $(SYSCONFDIR)
+
+install: all
+	$(call msg,INSTALL,$(DESTDIR)$(SBINDIR)/tcpbufd $(DESTDIR)$(BINDIR)/tcpbufctl)
+	$(Q)install -D -m 0755 $(OUT)/tcpbufd $(DESTDIR)$(SBINDIR)/tcpbufd
+	$(Q)install -D -m 0755 $(OUT)/tcpbufctl $(DESTDIR)$(BINDIR)/tcpbufctl
+	$(call msg,INSTALL,$(DESTDIR)$(UNITDIR)/tcpbufd.service)
+	$(Q)install -d -m 0755 $(DESTDIR)$(UNITDIR)
+	$(Q)sed 's|^ExecStart=/usr/sbin/tcpbufd|ExecStart=$(SBINDIR)/tcpbufd|' systemd/tcpbufd.service \
+		> $(DESTDIR)$(UNITDIR)/tcpbufd.service
+	$(Q)chmod 0644 $(DESTDIR)$(UNITDIR)/tcpbufd.service
+	$(call msg,INSTALL,$(addprefix $(DESTDIR),$(MAN_DESTS)))
+	$(Q)$(foreach m,$(MANPAGES),install -D -m 0644 $(m) \
+		$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)) &&) true
+	$(Q)if [ -e $(DESTDIR)$(SYSCONFDIR)/tcpbufd.conf ]; then \
+		echo "  KEEP     $(DESTDIR)$(SYSCONFDIR)/tcpbufd.conf (exists)"; \
+	else \
+		install -D -m 0644 tcpbufd.conf $(DESTDIR)$(SYSCONFDIR)/tcpbufd.conf; \
+	fi
+
+# With DESTDIR, directories left empty are removed too, up to DESTDIR itself
+# and never above it; without DESTDIR system directories stay.
 uninstall:
-	rm -f $(DESTDIR)$(SBINDIR)/tcpbufd $(DESTDIR)$(BINDIR)/tcpbufctl
+	$(call msg,RM,$(DESTDIR)$(SBINDIR)/tcpbufd $(DESTDIR)$(BINDIR)/tcpbufctl ...)
+	$(Q)rm -f $(DESTDIR)$(SBINDIR)/tcpbufd $(DESTDIR)$(BINDIR)/tcpbufctl \
+		$(DESTDIR)$(UNITDIR)/tcpbufd.service $(addprefix $(DESTDIR),$(MAN_DESTS))
+	$(Q)if cmp -s tcpbufd.conf $(DESTDIR)$(SYSCONFDIR)/tcpbufd.conf; then \
+		rm -f $(DESTDIR)$(SYSCONFDIR)/tcpbufd.conf; \
+	elif [ -e $(DESTDIR)$(SYSCONFDIR)/tcpbufd.conf ]; then \
+		echo "  KEEP     $(DESTDIR)$(SYSCONFDIR)/tcpbufd.conf (changed since install)"; \
+	fi
+	$(Q)if [ -n "$(DESTDIR)" ]; then \
+		for d in $(addprefix $(DESTDIR),$(INSTALL_DIRS)); do \
+			d=$${d%/}; \
+			while case $$d in "$(DESTDIR)"/?*) true;; *) false;; esac && \
+			      rmdir "$$d" 2>/dev/null; do \
+				d=$${d%/*}; \
+			done; \
+		done; \
+	fi
 
 clean:
 	rm -rf $(OUT) tests/bin
