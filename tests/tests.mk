@@ -58,12 +58,14 @@ test-clean:
 
 $(TEST_BIN_DIR)/lib/%.o: tests/lib/%.c $(TEST_LIB_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(TEST_CPPFLAGS) $(TEST_CFLAGS) -c -o $@ $<
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CPPFLAGS) $(TEST_CFLAGS) -c -o $@ $<
 
 $(TEST_LIB): $(TEST_LIB_OBJS)
 	@mkdir -p $(@D)
-	rm -f $@
-	$(AR) rcs $@ $^
+	$(call msg,AR,$@)
+	$(Q)rm -f $@
+	$(Q)$(AR) rcs $@ $^
 
 # Unit tests of daemon code (they include ../src/*.h).
 TEST_SRCS_size := src/size.c
@@ -73,7 +75,8 @@ TEST_LDLIBS_config := -linih
 
 $(TEST_BIN_DIR)/test_%: tests/test_%.c $(TEST_LIB) $(TEST_LIB_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(TEST_CPPFLAGS) $(TEST_CFLAGS) -o $@ $< $(TEST_SRCS_$*) $(TEST_LIB) \
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CPPFLAGS) $(TEST_CFLAGS) -o $@ $< $(TEST_SRCS_$*) $(TEST_LIB) \
 		$(TEST_LDFLAGS) $(TEST_LDLIBS_$*)
 
 # rebuild a test when the daemon sources it links change
@@ -99,6 +102,7 @@ $(foreach n,$(FUZZ_NAMES),$(eval $(TEST_BIN_DIR)/fuzz/fuzz_$(n): $(FUZZ_SRCS_$(n
 
 $(TEST_TOOLS): $(TEST_BIN_DIR)/%: tests/tools/%.c $(TEST_LIB) $(TEST_LIB_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(TEST_CPPFLAGS) $(TEST_CFLAGS) -o $@ $< $(TEST_LIB) $(TEST_LDFLAGS)
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(TEST_CPPFLAGS) $(TEST_CFLAGS) -o $@ $< $(TEST_LIB) $(TEST_LDFLAGS)
 
 .DEFAULT_GOAL := $(tests_mk_saved_goal)
