@@ -63,10 +63,18 @@ static bool has_net_admin(const struct peer *p)
 	return state != 'Z' && state != 'X' && same_uids && (caps & (1ULL << CAP_NET_ADMIN_BIT));
 }
 
-/* Root, or CAP_NET_ADMIN in the initial user namespace. */
+/*
+ * Root, or CAP_NET_ADMIN in the initial user namespace. SO_PEERCRED gives
+ * the uid as our namespace sees it, so uid 0 is the host's root whatever
+ * namespace the peer is in (only host root can map it). The namespace check
+ * stats /proc/PID/ns/user, which needs ptrace access to the peer: without
+ * CAP_SYS_PTRACE (the systemd unit drops it) that fails for peers with
+ * another uid or more capabilities than tcpbufd, so it must not stand
+ * between root and the daemon; for CAP_NET_ADMIN peers it fails closed.
+ */
 static bool peer_is_admin(const struct peer *p)
 {
-	return same_user_ns(p->pid) && (p->uid == 0 || has_net_admin(p));
+	return p->uid == 0 || (same_user_ns(p->pid) && has_net_admin(p));
 }
 
 /* The peer's cgroup v2 path, from the "0::" line of /proc/PID/cgroup. */
