@@ -107,8 +107,16 @@ static int listen_socket(const char *path, unsigned mode, const char *group)
 			log_err("%s: unknown SocketGroup '%s'", path, group);
 			goto fail;
 		}
-		if (chown(path, 0, g->gr_gid))
+		if (chown(path, 0, g->gr_gid)) {
+			/* The systemd unit has no CAP_CHOWN: a supplementary group will do. */
+			if (errno == EPERM) {
+				log_err("%s: cannot hand the socket to group %s without CAP_CHOWN; "
+					"under systemd add SupplementaryGroups=%s to the unit",
+					path, group, group);
+				errno = EPERM;
+			}
 			goto fail;
+		}
 	}
 	return fd;
 fail:
