@@ -113,13 +113,6 @@ MANPAGES     := docs/man/tcpbufd.8 docs/man/tcpbufctl.8 docs/man/tcpbufd.conf.5
 MAN_DESTS    := $(foreach m,$(MANPAGES),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
 INSTALL_DIRS := $(SBINDIR) $(BINDIR) $(UNITDIR) $(sort $(dir $(MAN_DESTS))) $(SYSCONFDIR)
 
-# BPF objects are embedded in tcpbufd (skeletons), so the binaries, the unit,
-# the man pages and the config are all there is. An existing config is never
-# overwritten; uninstall removes it only if it is still the shipped one.
-MANPAGES     := docs/man/tcpbufd.8 docs/man/tcpbufctl.8 docs/man/tcpbufd.conf.5
-MAN_DESTS    := $(foreach m,$(MANPAGES),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
-INSTALL_DIRS := $(SBINDIR) $(BINDIR) $(UNITDIR) $(sort $(dir $(MAN_DESTS))) $(SYSCONFDIR)
-
 install: all
 	$(call msg,INSTALL,$(DESTDIR)$(SBINDIR)/tcpbufd $(DESTDIR)$(BINDIR)/tcpbufctl)
 	$(Q)install -D -m 0755 $(OUT)/tcpbufd $(DESTDIR)$(SBINDIR)/tcpbufd
