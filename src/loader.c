@@ -32,10 +32,7 @@ struct tcpbuf_bpf {
 };
 
 static const char *const exact_links[] = {
-	"raise_allocated", "reduce_allocated",
-#ifndef TCPBUF_BREAK_FORCED_HOOK
-	"forced_mem_schedule",
-#endif
+	"raise_allocated", "reduce_allocated", "forced_mem_schedule",
 };
 /* send_length/recv_length exist from kernel 6.3 on; without them sampling
  * relies on destroy and the periodic reconcile alone. */
