@@ -13,6 +13,7 @@
  * ever shutting down their side, while other clients are served; 2000
  * connections in a row.
  */
+#define _GNU_SOURCE
 #include "harness.h"
 
 #include <dirent.h>
@@ -160,19 +161,15 @@ static int daemon_fds(void)
 /* Everything tcpbufd persists, as one string: drop-ins and the state file. */
 static char *persisted(void)
 {
-	char cmd[1024], *out = NULL;
-	size_t len = 0;
-	FILE *f, *p;
+	char dir[1024], *a, *b, *out;
 
-	snprintf(cmd, sizeof(cmd), "cd %s && ls -la tcpbufd.d state && cat tcpbufd.d/* state/*",
-		 test_tmpdir());
-	f = open_memstream(&out, &len);
-	p = popen(cmd, "r");
-	ASSERT_TRUE(f && p);
-	for (int c; (c = fgetc(p)) != EOF;)
-		fputc(c, f);
-	pclose(p);
-	fclose(f);
+	snprintf(dir, sizeof(dir), "%s/state", test_tmpdir());
+	a = dir_snapshot(daemon_confdir());
+	b = dir_snapshot(dir);
+	if (asprintf(&out, "%s---\n%s", a, b) < 0)
+		test_abort();
+	free(a);
+	free(b);
 	return out;
 }
 

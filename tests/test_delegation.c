@@ -52,18 +52,9 @@ struct run {
 
 static char *read_all(const char *path)
 {
-	FILE *f = fopen(path, "r");
-	char *s = NULL;
-	size_t n = 0;
+	char *s = file_read(path);
 
-	if (!f)
-		return strdup("");
-	if (getdelim(&s, &n, '\0', f) < 0) {
-		free(s);
-		s = strdup("");
-	}
-	fclose(f);
-	return s;
+	return s ? s : strdup("");
 }
 
 /* In a child: join @cg as root, then become uid/gid 65534 for good. */
@@ -148,9 +139,9 @@ static char *state(void)
 	static const char *const keys[] = { "limit_pages", "min_pages", "pressure_pages",
 					    "max_pages" };
 	static const char *const cgs_rel[] = { "", "/c1", "/c2", "/c3" };
-	char *json = status_json(), *out = NULL, cmd[1024], cg[512];
+	char *json = status_json(), *out = NULL, dir[1024], cg[512], *files;
 	size_t len = 0;
-	FILE *f = open_memstream(&out, &len), *p;
+	FILE *f = open_memstream(&out, &len);
 
 	for (size_t i = 0; i < 4; i++) {
 		snprintf(cg, sizeof(cg), "%s%s", parent, cgs_rel[i]);
@@ -159,13 +150,13 @@ static char *state(void)
 			fprintf(f, " %" PRId64, field(json, cg, keys[k]));
 		fputc('\n', f);
 	}
-	snprintf(cmd, sizeof(cmd), "cd %s && ls tcpbufd.d && cat tcpbufd.d/* state/* 2>&1",
-		 test_tmpdir());
-	p = popen(cmd, "r");
-	for (int c; p && (c = fgetc(p)) != EOF;)
-		fputc(c, f);
-	if (p)
-		pclose(p);
+	files = dir_snapshot(daemon_confdir());
+	fputs(files, f);
+	free(files);
+	snprintf(dir, sizeof(dir), "%s/state", test_tmpdir());
+	files = dir_snapshot(dir);
+	fputs(files, f);
+	free(files);
 	fclose(f);
 	free(json);
 	return out;
@@ -207,25 +198,11 @@ static void refused(const char *why, const char *fmt, const char *arg)
  * the daemon) and stays a zombie with root's capabilities until reaped; by
  * then the daemon has answered.
  */
-static int log_count(const char *needle)
-{
-	char cmd[1024];
-	FILE *p;
-	int n = -1;
-
-	snprintf(cmd, sizeof(cmd), "grep -c -F '%s' %s", needle, daemon_log_path());
-	p = popen(cmd, "r");
-	if (p && fscanf(p, "%d", &n) != 1)
-		n = -1;
-	if (p)
-		pclose(p);
-	return n;
-}
-
 static void setuid_borrow(const char *req)
 {
 	char *before = state(), *after;
-	int reloads = log_count("configuration reloaded"), by_nobody = log_count("by uid 65534");
+	int reloads = daemon_log_count("configuration reloaded");
+	int by_nobody = daemon_log_count("by uid 65534");
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	int st;
 	pid_t pid;
@@ -255,8 +232,8 @@ static void setuid_borrow(const char *req)
 	if (strcmp(before, after))
 		test_log("a setuid zombie's capabilities were taken for the client's:\n%s---\n%s",
 			 before, after);
-	EXPECT_EQ(log_count("configuration reloaded"), reloads);
-	EXPECT_EQ(log_count("by uid 65534"), by_nobody);
+	EXPECT_EQ(daemon_log_count("configuration reloaded"), reloads);
+	EXPECT_EQ(daemon_log_count("by uid 65534"), by_nobody);
 	free(before);
 	free(after);
 }

@@ -81,18 +81,9 @@ static int64_t field(const char *json, const char *cg, const char *key)
 
 static char *read_all(const char *path)
 {
-	FILE *f = fopen(path, "r");
-	char *s = NULL;
-	size_t n = 0;
+	char *s = file_read(path);
 
-	if (!f)
-		return strdup("");
-	if (getdelim(&s, &n, '\0', f) < 0) {
-		free(s);
-		s = strdup("");
-	}
-	fclose(f);
-	return s;
+	return s ? s : strdup("");
 }
 
 static size_t log_size(void)

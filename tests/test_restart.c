@@ -100,14 +100,6 @@ static struct load *stalled(const char *cg)
 	return l;
 }
 
-static int log_has(const char *needle)
-{
-	char cmd[1024];
-
-	snprintf(cmd, sizeof(cmd), "grep -q -F '%s' %s", needle, daemon_log_path());
-	return system(cmd) == 0;
-}
-
 static void check_limits(const char *json, const char *when)
 {
 	test_log("%s: t thresholds %" PRId64 "/%" PRId64 "/%" PRId64 " under %" PRId64
@@ -203,7 +195,7 @@ int main(void)
 
 	/* 2. Restarted: adopted, same values, nothing reset. */
 	ASSERT_EQ(daemon_start(""), 0);
-	EXPECT_TRUE(log_has("adopted from pins"));
+	EXPECT_EQ(daemon_log_count("adopted from pins"), 1);
 	json = status_json();
 	usage = field(json, w, "usage_pages");
 	test_log("after the restart: w usage %" PRId64 " peak %" PRId64 ", sock_diag %" PRIu64,
@@ -218,14 +210,9 @@ int main(void)
 
 	/* 3. Stopped, the pins removed, started afresh: limits come from the files. */
 	EXPECT_TRUE(WIFEXITED(daemon_stop()));
-	{
-		char cmd[1024];
-
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", daemon_pin_path());
-		ASSERT_EQ(system(cmd), 0);
-	}
+	ASSERT_OK(file_rm_rf(daemon_pin_path()));
 	ASSERT_EQ(daemon_start(""), 0);
-	EXPECT_TRUE(log_has("accounting attached at"));
+	EXPECT_EQ(daemon_log_count("accounting attached at"), 2);
 	json = status_json();
 	usage = field(json, w, "usage_pages");
 	test_log("fresh start: w usage %" PRId64 ", sock_diag %" PRIu64, usage, oracle_pages(w));

@@ -46,6 +46,26 @@ static void print_tail(const char *text, int n)
 	printf("%s%s", p == text ? "" : "...\n", p == text ? p : p + 1);
 }
 
+static int copy_file(const char *from, const char *to)
+{
+	int in = open(from, O_RDONLY | O_CLOEXEC), out = -1, ret = -1;
+	char buf[65536];
+	ssize_t n;
+
+	if (in >= 0)
+		out = open(to, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	while (out >= 0 && (n = read(in, buf, sizeof(buf))) > 0)
+		if (write(out, buf, n) != n)
+			break;
+	if (out >= 0 && n == 0)
+		ret = 0;
+	if (in >= 0)
+		close(in);
+	if (out >= 0 && close(out))
+		ret = -1;
+	return ret;
+}
+
 /* Copy what libFuzzer saved (crash-*, leak-*, timeout-*, oom-*) where it survives cleanup. */
 static void keep_artifacts(const char *name, const char *dir)
 {
@@ -55,15 +75,14 @@ static void keep_artifacts(const char *name, const char *dir)
 	if (!d)
 		return;
 	while ((de = readdir(d))) {
-		char from[PATH_MAX], to[PATH_MAX], cmd[3 * PATH_MAX];
+		char from[PATH_MAX], to[PATH_MAX];
 
 		if (strncmp(de->d_name, "crash-", 6) && strncmp(de->d_name, "leak-", 5) &&
 		    strncmp(de->d_name, "timeout-", 8) && strncmp(de->d_name, "oom-", 4))
 			continue;
 		snprintf(from, sizeof(from), "%s/%s", dir, de->d_name);
 		snprintf(to, sizeof(to), "%s/%s-%s", FUZZ_DIR, name, de->d_name);
-		snprintf(cmd, sizeof(cmd), "cp '%s' '%s'", from, to);
-		if (system(cmd) == 0)
+		if (copy_file(from, to) == 0)
 			printf("input kept: %s\nreplay: %s/fuzz_%s %s\n", to, FUZZ_DIR, name, to);
 	}
 	closedir(d);

@@ -1073,6 +1073,73 @@ int daemon_stop(void)
 	return st;
 }
 
+/* ---------------------------------------------------------------- files */
+
+char *file_read(const char *path)
+{
+	return read_file_all(path);
+}
+
+int file_rm_rf(const char *path)
+{
+	return rm_rf(path);
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char *dir_snapshot(const char *dir)
+{
+	char *out = NULL, **names = NULL;
+	size_t len = 0, n = 0;
+	struct dirent *e;
+	FILE *f = open_memstream(&out, &len);
+	DIR *d = opendir(dir);
+
+	while (d && (e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		names = realloc(names, (n + 1) * sizeof(*names));
+		names[n++] = strdup(e->d_name);
+	}
+	if (d)
+		closedir(d);
+	qsort(names, n, sizeof(*names), name_cmp);
+	for (size_t i = 0; i < n; i++) {
+		char path[PATH_MAX], *text;
+		struct stat st;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, names[i]);
+		fprintf(f, "%s\n", names[i]);
+		if (!lstat(path, &st) && S_ISREG(st.st_mode) && (text = read_file_all(path))) {
+			fputs(text, f);
+			free(text);
+		}
+		free(names[i]);
+	}
+	free(names);
+	fclose(f);
+	return out;
+}
+
+int daemon_log_count(const char *needle)
+{
+	char *text = read_file_all(h_log), *p, *nl;
+	int n = 0;
+
+	for (p = text; p && *p; p = nl + 1) {
+		nl = strchr(p, '\n');
+		if (!nl)
+			nl = p + strlen(p) - 1;
+		if (memmem(p, nl - p + 1, needle, strlen(needle)))
+			n++;
+	}
+	free(text);
+	return n;
+}
+
 /* --------------------------------------------------------------- client */
 
 const char *ctl_stderr(void)

@@ -217,6 +217,22 @@ const char *ctl_stderr(void);
 /* Split a command line into a NULL-terminated argv (malloc'd). */
 char **split_args(const char *s, int *argc);
 
+/* ---------------------------------------------------------------- files */
+
+/* No shell needed (VM guests have little userland). */
+/* Whole file, malloc'd and NUL-terminated; NULL if it cannot be read. */
+char *file_read(const char *path);
+/* Remove a file or directory tree (bpffs pins too); 0, or -1 with errno. */
+int file_rm_rf(const char *path);
+/*
+ * Every entry directly in dir, in name order, as "name\n" plus the contents
+ * of regular files (malloc'd; "" if there is no dir): two equal snapshots
+ * mean nothing was written there.
+ */
+char *dir_snapshot(const char *dir);
+/* Lines of the daemon log (daemon_log_path()) that hold needle. */
+int daemon_log_count(const char *needle);
+
 /* ----------------------------------------------------------------- JSON */
 
 enum json_result {
