@@ -10,8 +10,10 @@
  * zero window queues up to sk_sndbuf inside sendmsg (plus the rest of the
  * skb it is filling), with no hook that could refuse it — tracing programs
  * cannot call bpf_setsockopt, and no segment goes out. So sk_sndbuf is kept
- * low enough *beforehand*: at every callback a socket may grow silently by at
- * most its share of the headroom to max (the "guard"). The kernel's own
+ * low enough *beforehand*: at every callback, sk_sndbuf is at most what the
+ * socket has not sent yet plus its share of the headroom (the "guard"), so
+ * that once its bytes in flight are acknowledged it can refill no more than
+ * that share. The kernel's own
  * autotuning would raise sk_sndbuf between our callbacks, so a socket in a
  * limited subtree has its sk_sndbuf set (locked) from its first callback, and
  * grown here instead, doubling while the writer keeps it full.
@@ -69,20 +71,44 @@ static __always_inline __s64 send_chunk_bytes(const struct tcp_sock *tp)
 	return goal + 2048;
 }
 
-/* In pressure each socket of the subtree may hold a fair share of pressure,
- * never less than the floor: the shares add up to pressure, so usage
- * converges back under it as queues drain. */
+/*
+ * The part of the send queue not yet sent, in truesize: what stays queued
+ * once every ACK is in. Bytes in flight leave the queue on their ACK and
+ * are held, if anywhere here, by a receiver that ingress accounts for; so
+ * the room a writer may refill silently is sk_sndbuf minus this, not minus
+ * sk_wmem_queued.
+ */
+static __always_inline __s64 unsent_bytes(const struct sock *sk, const struct tcp_sock *tp)
+{
+	__u64 wmem = sk->sk_wmem_queued;
+	__u32 unsent = tp->write_seq - tp->snd_nxt, queued = tp->write_seq - tp->snd_una;
+
+	if (!queued || unsent >= queued)
+		return wmem;
+	return wmem * unsent / queued;
+}
+
+/*
+ * In pressure each socket of the subtree may hold a fair share of the middle
+ * of the hysteresis band, (min + pressure) / 2, never less than the floor.
+ * The shares add up to less than pressure, so usage converges back under
+ * it as queues drain; and to more than min, so a load that keeps going
+ * settles inside the band and stays in pressure instead of flapping
+ * between pressure and normal.
+ */
 static __always_inline __s64 pressure_fair_share(const struct cgroup_limits *l,
 						 const struct cgroup_usage *u)
 {
 	__s64 n = u && u->sockets > 0 ? u->sockets : 1;
+	__u64 band = l->min_pages && l->min_pages < l->pressure_pages ?
+		     (l->min_pages + l->pressure_pages) / 2 : l->pressure_pages;
 
-	return max_s64(l->pressure_pages * TCPBUF_PAGE_SIZE / (__u64)n, buf_floor);
+	return max_s64(band * TCPBUF_PAGE_SIZE / (__u64)n, buf_floor);
 }
 
 /* The caps one limited ancestor imposes. */
 static __always_inline void caps_level(struct caps *c, const struct cgroup_limits *l,
-				       const struct cgroup_usage *u, __s64 wmem, __s64 chunk)
+				       const struct cgroup_usage *u, __s64 unsent, __s64 chunk)
 {
 	__s64 used = u ? u->usage_pages : 0, n = u ? u->sockets : 0;
 	__u32 state = u ? u->state : TCPBUF_STATE_NORMAL;
@@ -102,7 +128,7 @@ static __always_inline void caps_level(struct caps *c, const struct cgroup_limit
 		__s64 room = (target - used) * TCPBUF_PAGE_SIZE;
 		__s64 share = room > 0 ? (__s64)((__u64)room / (__u64)(n > 0 ? n + 1 : 1)) - chunk : 0;
 
-		snd = share > 0 ? wmem + share : 0;
+		snd = share > 0 ? unsent + share : 0;
 	}
 	if (state == TCPBUF_STATE_MAX) {
 		snd = 0;
@@ -126,7 +152,7 @@ static __always_inline void caps_level(struct caps *c, const struct cgroup_limit
  */
 struct caps_walk {
 	__u64 cg;
-	__s64 wmem, chunk;
+	__s64 unsent, chunk;
 	struct caps c;
 };
 
@@ -151,7 +177,7 @@ static long caps_walk_level(__u64 i, void *ctx)
 		return 1;
 	l = bpf_map_lookup_elem(&cgroup_limits, &id);
 	if (l)
-		caps_level(&w->c, l, bpf_map_lookup_elem(&cgroup_usage, &id), w->wmem, w->chunk);
+		caps_level(&w->c, l, bpf_map_lookup_elem(&cgroup_usage, &id), w->unsent, w->chunk);
 	return 0;
 }
 
@@ -161,7 +187,7 @@ static __always_inline void caps_compute(struct sock *sk, const struct tcp_sock 
 {
 	struct caps_walk w = {
 		.cg = (__u64)sk_cgroup(sk),
-		.wmem = sk->sk_wmem_queued,
+		.unsent = unsent_bytes(sk, tp),
 		.chunk = send_chunk_bytes(tp),
 		.c = { .snd = CAP_NONE, .rcv = CAP_NONE, .state = TCPBUF_STATE_NORMAL },
 	};
