@@ -1,0 +1,774 @@
+// SPDX-License-Identifier: GPL-2.0
+/* Helpers of the enforcement tests and bench: see enforce_util.h. */
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "enforce_util.h"
+#include "harness.h"
+#include "skmem.h"
+
+/* ------------------------------------------------------------- pattern */
+
+/* Connection i carries byte pat[(offset + i * 7919) % PERIOD] at offset:
+ * a prime period, so no chunk boundary ever lines up with it. */
+#define PERIOD 65521
+static uint8_t pat[2 * PERIOD];
+
+static void pat_init(void)
+{
+	uint32_t x = 2463534242u;
+
+	for (int i = 0; i < PERIOD; i++) {
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		pat[i] = pat[i + PERIOD] = (uint8_t)x;
+	}
+}
+
+static const uint8_t *pat_at(int conn, uint64_t off)
+{
+	return &pat[(off + (uint64_t)conn * 7919) % PERIOD];
+}
+
+/* --------------------------------------------------------------- xload */
+
+struct xconn {
+	int snd, rcv;
+	uint64_t sent, received;
+	uint64_t bad_off;
+	int bad, eof, quota;
+};
+
+struct xload {
+	pid_t pid;
+	int cmd, rep;
+};
+
+static void xwrite(int fd, const char *fmt, ...)
+{
+	char line[256];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0 || n > (int)sizeof(line) - 2)
+		n = sizeof(line) - 2;
+	line[n++] = '\n';
+	if (write(fd, line, n) != n)
+		_exit(3);
+}
+
+static int xread_line(int fd, char *buf, size_t len, int timeout_ms)
+{
+	size_t n = 0;
+	double deadline = now_sec() + timeout_ms / 1000.0;
+
+	while (n + 1 < len) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int left = (int)((deadline - now_sec()) * 1000);
+		ssize_t r;
+
+		if (left <= 0 || poll(&p, 1, left) <= 0)
+			return -1;
+		r = read(fd, buf + n, 1);
+		if (r <= 0) {
+			if (r < 0 && errno == EINTR)
+				continue;
+			return -1;
+		}
+		if (buf[n] == '\n') {
+			buf[n] = 0;
+			return 0;
+		}
+		n++;
+	}
+	buf[n] = 0;
+	return 0;
+}
+
+static uint64_t xpush(struct xconn *c, int i)
+{
+	uint64_t wrote = 0;
+
+	for (;;) {
+		ssize_t r = send(c->snd, pat_at(i, c->sent), PERIOD, MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (r <= 0) {
+			if (r < 0 && errno == EINTR)
+				continue;
+			if (r < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+				_exit(4);
+			return wrote;
+		}
+		c->sent += r;
+		wrote += r;
+	}
+}
+
+static uint64_t xpull(struct xconn *c, int i, int64_t limit)
+{
+	static uint8_t buf[256 * 1024];
+	uint64_t got = 0;
+
+	while (!c->eof && limit != 0) {
+		size_t want = sizeof(buf);
+		ssize_t r;
+
+		if (limit > 0 && (uint64_t)limit < want)
+			want = limit;
+		r = recv(c->rcv, buf, want, MSG_DONTWAIT);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK) {
+				c->eof = 1;
+				if (!c->bad) {
+					c->bad = 2;
+					c->bad_off = c->received;
+				}
+			}
+			break;
+		}
+		if (r == 0) {
+			c->eof = 1;
+			break;
+		}
+		for (ssize_t k = 0; k < r && !c->bad; k += PERIOD) {
+			size_t m = r - k < PERIOD ? (size_t)(r - k) : PERIOD;
+
+			if (memcmp(buf + k, pat_at(i, c->received + k), m)) {
+				c->bad = 1;
+				c->bad_off = c->received + k;
+			}
+		}
+		c->received += r;
+		got += r;
+		if (limit > 0)
+			limit -= r;
+	}
+	return got;
+}
+
+/* Move this process into a cgroup v1 directory (the memory controller). */
+static int v1_join(const char *dir)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	f = fopen(path, "we");
+	if (!f)
+		return -1;
+	fprintf(f, "%d\n", (int)getpid());
+	return fclose(f) ? -1 : 0;
+}
+
+static void xchild(const struct xload_opts *o, int cmd, int rep)
+{
+	struct sockaddr_storage ss = {};
+	socklen_t alen;
+	struct xconn *c;
+	int lfd, mode = o->mode, trickle = o->trickle, sending = 1, one = 1;
+	double next_tick = now_sec();
+	char line[128];
+
+	pat_init();
+	if ((o->v1_memcg && v1_join(o->v1_memcg)) || cg_enter(o->rx_cgroup))
+		_exit(2);
+	lfd = socket(o->family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (o->family == AF_INET6) {
+		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
+
+		a->sin6_family = AF_INET6;
+		a->sin6_addr = in6addr_loopback;
+		alen = sizeof(*a);
+	} else {
+		struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+
+		a->sin_family = AF_INET;
+		a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		alen = sizeof(*a);
+	}
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&ss, alen) || listen(lfd, o->nconn + 16) ||
+	    getsockname(lfd, (struct sockaddr *)&ss, &alen))
+		_exit(2);
+	/* Connect everything from the sending side first, then accept from the
+	 * receiving side: cgroup v2 gives accepted sockets the listener's
+	 * cgroup, but memcg (v1 kmem.tcp) charges them to the accepting task. */
+	if (o->v1_memcg && v1_join("/sys/fs/cgroup/memory"))
+		_exit(2);
+	if (cg_enter(o->tx_cgroup ? o->tx_cgroup : o->rx_cgroup))
+		_exit(2);
+	c = calloc(o->nconn, sizeof(*c));
+	for (int i = 0; i < o->nconn; i++) {
+		c[i].snd = socket(o->family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (c[i].snd < 0 || connect(c[i].snd, (struct sockaddr *)&ss, alen))
+			_exit(2);
+		fcntl(c[i].snd, F_SETFL, O_NONBLOCK);
+	}
+	if ((o->v1_memcg && v1_join(o->v1_memcg)) || cg_enter(o->rx_cgroup))
+		_exit(2);
+	for (int i = 0; i < o->nconn; i++) {
+		c[i].rcv = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (c[i].rcv < 0)
+			_exit(2);
+		fcntl(c[i].rcv, F_SETFL, O_NONBLOCK);
+	}
+	if (o->tx_cgroup && cg_enter(o->tx_cgroup))
+		_exit(2);
+	if (o->idle)
+		sending = 0;
+	xwrite(rep, "ready");
+
+	for (;;) {
+		struct pollfd p = { .fd = cmd, .events = POLLIN };
+		uint64_t moved = 0;
+
+		if (poll(&p, 1, 0) > 0) {
+			if (xread_line(cmd, line, sizeof(line), 1000))
+				_exit(0);
+			if (!strncmp(line, "mode ", 5)) {
+				sscanf(line + 5, "%d %d", &mode, &trickle);
+				xwrite(rep, "ok");
+			} else if (!strcmp(line, "quiesce")) {
+				sending = 0;
+				mode = XL_READ;
+				xwrite(rep, "ok");
+			} else if (!strcmp(line, "stats")) {
+				uint64_t s = 0, r = 0;
+
+				for (int i = 0; i < o->nconn; i++) {
+					s += c[i].sent;
+					r += c[i].received;
+				}
+				xwrite(rep, "stats %" PRIu64 " %" PRIu64, s, r);
+			} else if (!strncmp(line, "finish ", 7)) {
+				double deadline = now_sec() + atoi(line + 7) / 1000.0;
+				int open = 1, bad = -1;
+
+				for (int i = 0; i < o->nconn; i++)
+					shutdown(c[i].snd, SHUT_WR);
+				while (open && now_sec() < deadline) {
+					open = 0;
+					for (int i = 0; i < o->nconn; i++) {
+						xpull(&c[i], i, -1);
+						open += !c[i].eof;
+					}
+					if (open)
+						msleep(2);
+				}
+				for (int i = 0; i < o->nconn && bad < 0; i++)
+					if (c[i].bad || c[i].received != c[i].sent || !c[i].eof)
+						bad = i;
+				if (bad < 0) {
+					uint64_t s = 0;
+
+					for (int i = 0; i < o->nconn; i++)
+						s += c[i].received;
+					xwrite(rep, "result OK %" PRIu64 " bytes intact", s);
+				} else {
+					xwrite(rep, "result BAD connection %d: %s at offset %" PRIu64
+					       ", received %" PRIu64 " of %" PRIu64, bad,
+					       c[bad].bad == 1 ? "wrong byte" :
+					       c[bad].bad == 2 ? "receive error" :
+					       !c[bad].eof ? "no EOF (timeout)" : "short",
+					       c[bad].bad_off, c[bad].received, c[bad].sent);
+				}
+				sending = 0;
+				mode = XL_STALL;
+			}
+		}
+		if (sending)
+			for (int i = 0; i < o->nconn; i++)
+				moved += xpush(&c[i], i);
+		if (mode == XL_READ) {
+			for (int i = 0; i < o->nconn; i++)
+				moved += xpull(&c[i], i, -1);
+		} else if (mode == XL_TRICKLE) {
+			if (now_sec() >= next_tick) {
+				next_tick += 0.1;
+				if (next_tick < now_sec())
+					next_tick = now_sec() + 0.1;
+				for (int i = 0; i < o->nconn; i++)
+					c[i].quota = trickle;
+			}
+			for (int i = 0; i < o->nconn; i++)
+				if (c[i].quota > 0)
+					c[i].quota -= xpull(&c[i], i, c[i].quota);
+		}
+		if (!moved)
+			msleep(mode == XL_READ ? 1 : 5);
+	}
+}
+
+struct xload *xload_start(const struct xload_opts *o)
+{
+	struct xload_opts opts = *o;
+	int cmdp[2], repp[2];
+	struct xload *l;
+	char line[64];
+
+	if (!opts.family)
+		opts.family = AF_INET;
+	if (!opts.rx_cgroup || opts.nconn <= 0 || pipe2(cmdp, O_CLOEXEC) || pipe2(repp, O_CLOEXEC))
+		return NULL;
+	l = calloc(1, sizeof(*l));
+	l->pid = test_fork(1);
+	if (l->pid < 0)
+		return NULL;
+	if (l->pid == 0) {
+		close(cmdp[1]);
+		close(repp[0]);
+		xchild(&opts, cmdp[0], repp[1]);
+		_exit(0);
+	}
+	close(cmdp[0]);
+	close(repp[1]);
+	l->cmd = cmdp[1];
+	l->rep = repp[0];
+	if (xread_line(l->rep, line, sizeof(line), 30000) || strcmp(line, "ready")) {
+		test_log("xload: generator did not come up");
+		xload_close(l);
+		return NULL;
+	}
+	return l;
+}
+
+static int xcmd(struct xload *l, char *reply, size_t len, int timeout_ms, const char *fmt, ...)
+{
+	char line[128];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
+	va_end(ap);
+	line[n++] = '\n';
+	if (write(l->cmd, line, n) != n)
+		return -1;
+	return xread_line(l->rep, reply, len, timeout_ms);
+}
+
+int xload_set_mode(struct xload *l, enum xload_mode mode, int trickle)
+{
+	char r[64];
+
+	return xcmd(l, r, sizeof(r), 5000, "mode %d %d", mode, trickle) || strcmp(r, "ok") ? -1 : 0;
+}
+
+int xload_quiesce(struct xload *l)
+{
+	char r[64];
+
+	return xcmd(l, r, sizeof(r), 5000, "quiesce") || strcmp(r, "ok") ? -1 : 0;
+}
+
+int xload_stats(struct xload *l, uint64_t *sent, uint64_t *received)
+{
+	char r[128];
+
+	if (xcmd(l, r, sizeof(r), 5000, "stats") ||
+	    sscanf(r, "stats %" SCNu64 " %" SCNu64, sent, received) != 2)
+		return -1;
+	return 0;
+}
+
+int xload_finish(struct xload *l, int timeout_ms, char *msg, size_t msglen)
+{
+	char r[256];
+
+	if (xcmd(l, r, sizeof(r), timeout_ms + 10000, "finish %d", timeout_ms)) {
+		snprintf(msg, msglen, "generator did not answer");
+		return -1;
+	}
+	snprintf(msg, msglen, "%s", r + (strncmp(r, "result ", 7) ? 0 : 7));
+	return strncmp(r, "result OK", 9) ? -1 : 0;
+}
+
+void xload_close(struct xload *l)
+{
+	if (!l)
+		return;
+	kill(l->pid, SIGKILL);
+	test_reap(l->pid);
+	close(l->cmd);
+	close(l->rep);
+	free(l);
+}
+
+/* ----------------------------------------------------------- throughput */
+
+double bulk_throughput(const char *tx_cgroup, const char *rx_cgroup, double secs)
+{
+	int portp[2], resp[2];
+	pid_t rx, tx;
+	uint16_t port = 0;
+	double rate = -1;
+
+	if (pipe2(portp, O_CLOEXEC) || pipe2(resp, O_CLOEXEC))
+		return -1;
+	rx = test_fork(1);
+	if (rx == 0) {
+		struct sockaddr_in a = { .sin_family = AF_INET,
+					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		socklen_t alen = sizeof(a);
+		static char buf[256 * 1024];
+		uint64_t total = 0;
+		double t0 = 0;
+		int lfd, fd;
+		ssize_t r;
+
+		if (cg_enter(rx_cgroup))
+			_exit(2);
+		lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (lfd < 0 || bind(lfd, (struct sockaddr *)&a, alen) || listen(lfd, 4) ||
+		    getsockname(lfd, (struct sockaddr *)&a, &alen))
+			_exit(2);
+		port = ntohs(a.sin_port);
+		if (write(portp[1], &port, sizeof(port)) != sizeof(port))
+			_exit(2);
+		fd = accept(lfd, NULL, NULL);
+		while (fd >= 0 && (r = read(fd, buf, sizeof(buf))) > 0) {
+			if (!total)
+				t0 = now_sec();
+			total += r;
+		}
+		rate = total / (now_sec() - t0);
+		if (write(resp[1], &rate, sizeof(rate)) != sizeof(rate))
+			_exit(2);
+		_exit(0);
+	}
+	if (rx < 0 || read(portp[0], &port, sizeof(port)) != sizeof(port))
+		goto out;
+	tx = test_fork(1);
+	if (tx == 0) {
+		struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port),
+					 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+		static char buf[128 * 1024];
+		double end;
+		int fd;
+
+		if (cg_enter(tx_cgroup))
+			_exit(2);
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&a, sizeof(a)))
+			_exit(2);
+		memset(buf, 0x5a, sizeof(buf));
+		end = now_sec() + secs;
+		while (now_sec() < end)
+			if (write(fd, buf, sizeof(buf)) < 0)
+				_exit(2);
+		close(fd);
+		_exit(0);
+	}
+	if (tx > 0)
+		test_reap(tx);
+	if (read(resp[0], &rate, sizeof(rate)) != sizeof(rate))
+		rate = -1;
+out:
+	if (rx > 0)
+		test_reap(rx);
+	close(portp[0]);
+	close(portp[1]);
+	close(resp[0]);
+	close(resp[1]);
+	return rate;
+}
+
+/* -------------------------------------------------------------- sampler */
+
+struct peak_sampler {
+	pthread_t thread;
+	char *path;
+	unsigned interval_ms;
+	volatile int stop;
+	uint64_t peak;
+	double max_gap_ms;
+	struct peak_sample *series;
+	size_t n, cap;
+};
+
+static void *sampler_main(void *arg)
+{
+	struct peak_sampler *p = arg;
+	struct sched_param sp = { .sched_priority = 10 };
+	struct timespec next;
+	double t0 = now_sec(), last = -1;
+
+	/* Real-time, so a busy load does not stretch the sampling interval. */
+	pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+	clock_gettime(CLOCK_MONOTONIC, &next);
+	while (!p->stop) {
+		struct skmem_total t = {};
+		double now;
+
+		if (!skmem_subtree(p->path, &t)) {
+			now = now_sec() - t0;
+			if (last >= 0 && (now - last) * 1000 > p->max_gap_ms)
+				p->max_gap_ms = (now - last) * 1000;
+			last = now;
+			if (t.pages > p->peak)
+				p->peak = t.pages;
+			if (p->n == p->cap) {
+				size_t c = p->cap ? p->cap * 2 : 4096;
+				void *q = realloc(p->series, c * sizeof(*p->series));
+
+				if (q) {
+					p->series = q;
+					p->cap = c;
+				}
+			}
+			if (p->n < p->cap)
+				p->series[p->n++] = (struct peak_sample){ .t = now, .pages = t.pages };
+		}
+		next.tv_nsec += p->interval_ms * 1000000L;
+		while (next.tv_nsec >= 1000000000L) {
+			next.tv_nsec -= 1000000000L;
+			next.tv_sec++;
+		}
+		clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL);
+	}
+	return NULL;
+}
+
+struct peak_sampler *peak_start(const char *path, unsigned interval_ms)
+{
+	struct peak_sampler *p = calloc(1, sizeof(*p));
+
+	p->path = strdup(path);
+	p->interval_ms = interval_ms;
+	if (pthread_create(&p->thread, NULL, sampler_main, p)) {
+		free(p->path);
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
+void peak_stop(struct peak_sampler *p)
+{
+	if (!p || p->stop)
+		return;
+	p->stop = 1;
+	pthread_join(p->thread, NULL);
+}
+
+uint64_t peak_pages(const struct peak_sampler *p) { return p->peak; }
+double peak_max_gap_ms(const struct peak_sampler *p) { return p->max_gap_ms; }
+
+size_t peak_series(const struct peak_sampler *p, const struct peak_sample **out)
+{
+	*out = p->series;
+	return p->n;
+}
+
+void peak_free(struct peak_sampler *p)
+{
+	if (!p)
+		return;
+	peak_stop(p);
+	free(p->series);
+	free(p->path);
+	free(p);
+}
+
+/* --------------------------------------------------------------- daemon */
+
+static char *dropin_path(const char *path)
+{
+	char *rel = cg_rel(path), *file;
+
+	for (char *c = rel; *c; c++)
+		if (*c == '/')
+			*c = '_';
+	if (asprintf(&file, "%s/%s.conf", daemon_confdir(), rel) < 0)
+		test_abort();
+	free(rel);
+	return file;
+}
+
+void limits_write(const char *path, int64_t limit, int64_t max, int64_t pressure, int64_t min)
+{
+	char *file = dropin_path(path), *rel = cg_rel(path);
+	FILE *f = fopen(file, "we");
+
+	if (!f)
+		test_abort();
+	fprintf(f, "[Cgroup]\nPath=%s\nLimit=%" PRId64 "\n", rel, limit);
+	if (max)
+		fprintf(f, "Max=%" PRId64 "\n", max);
+	if (pressure)
+		fprintf(f, "Pressure=%" PRId64 "\n", pressure);
+	if (min)
+		fprintf(f, "Min=%" PRId64 "\n", min);
+	if (fclose(f))
+		test_abort();
+	free(file);
+	free(rel);
+}
+
+void limits_remove(const char *path)
+{
+	char *file = dropin_path(path);
+
+	unlink(file);
+	free(file);
+}
+
+void enforce_config(unsigned sample_ms)
+{
+	daemon_write_config("[Daemon]\nDropInDir=%s\nStateDir=%s/state\nSampleIntervalMs=%u\n"
+			    "PollIntervalMs=200\nLogLevel=debug\n",
+			    daemon_confdir(), test_tmpdir(), sample_ms);
+}
+
+int64_t status_field(const char *path, const char *key)
+{
+	char *out = NULL;
+	int64_t v = -1;
+
+	if (ctl(&out, "status --json") || json_cgroup_field(out, path, key, &v) != JSON_FOUND)
+		v = -1;
+	free(out);
+	return v;
+}
+
+const char *status_state(const char *path)
+{
+	static char state[16];
+	char *out = NULL;
+
+	state[0] = 0;
+	if (!ctl(&out, "status --json"))
+		json_cgroup_string(out, path, "state", state, sizeof(state));
+	free(out);
+	return state;
+}
+
+int wait_state(const char *path, const char *want, int timeout_ms)
+{
+	double deadline = now_sec() + timeout_ms / 1000.0;
+
+	while (now_sec() < deadline) {
+		if (!strcmp(status_state(path), want))
+			return 0;
+		msleep(10);
+	}
+	return -1;
+}
+
+int daemon_reload_until(const char *path, int64_t limit_pages, int timeout_ms)
+{
+	double deadline = now_sec() + timeout_ms / 1000.0;
+
+	if (daemon_signal(SIGHUP))
+		return -1;
+	while (now_sec() < deadline) {
+		if (status_field(path, "limit_pages") == limit_pages)
+			return 0;
+		msleep(20);
+	}
+	return -1;
+}
+
+/* ------------------------------------------------------------ sock_diag */
+
+struct bufs_ctx {
+	uint64_t *ids;
+	int n;
+	uint32_t cap;
+	struct bufs_summary *s;
+};
+
+static int bufs_one(const struct skmem_sock *k, void *arg)
+{
+	struct bufs_ctx *c = arg;
+	int i;
+
+	if (!k->has_mem || k->state != 1 /* TCP_ESTABLISHED */)
+		return 0;
+	for (i = 0; i < c->n && c->ids[i] != k->cgid; i++)
+		;
+	if (i == c->n)
+		return 0;
+	c->s->sockets++;
+	c->s->snd_at_most += k->sndbuf <= c->cap;
+	c->s->rcv_at_most += k->rcvbuf <= c->cap;
+	if (k->sndbuf > c->s->snd_max)
+		c->s->snd_max = k->sndbuf;
+	if (k->rcvbuf > c->s->rcv_max)
+		c->s->rcv_max = k->rcvbuf;
+	if (!c->s->snd_min || k->sndbuf < c->s->snd_min)
+		c->s->snd_min = k->sndbuf;
+	if (!c->s->rcv_min || k->rcvbuf < c->s->rcv_min)
+		c->s->rcv_min = k->rcvbuf;
+	return 0;
+}
+
+struct count_ctx {
+	uint64_t *ids;
+	int n, rcv, count;
+	uint32_t min;
+};
+
+static int count_one(const struct skmem_sock *k, void *arg)
+{
+	struct count_ctx *c = arg;
+
+	if (!k->has_mem || k->state != 1)
+		return 0;
+	for (int i = 0; i < c->n; i++)
+		if (c->ids[i] == k->cgid) {
+			c->count += (c->rcv ? k->rcvbuf : k->sndbuf) >= c->min;
+			break;
+		}
+	return 0;
+}
+
+int bufs_count_at_least(const char *path, int rcv, uint32_t min)
+{
+	struct count_ctx c = { .rcv = rcv, .min = min };
+	int r;
+
+	c.n = cg_subtree_ids(path, &c.ids);
+	if (c.n < 0)
+		return -1;
+	r = skmem_foreach(count_one, &c);
+	free(c.ids);
+	return r ? -1 : c.count;
+}
+
+int bufs_summary(const char *path, uint32_t cap, struct bufs_summary *out)
+{
+	struct bufs_ctx c = { .cap = cap, .s = out };
+	int r;
+
+	memset(out, 0, sizeof(*out));
+	c.n = cg_subtree_ids(path, &c.ids);
+	if (c.n < 0)
+		return -1;
+	r = skmem_foreach(bufs_one, &c);
+	free(c.ids);
+	return r;
+}

@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Pieces the enforcement tests and bench need on top of harness/load/skmem:
+ *
+ *  - xload: N loopback connections whose receiving ends (listener and
+ *    accepted sockets) live in one cgroup and whose sending ends live in
+ *    another (or the same), with receivers that can be switched at run time
+ *    between reading, stalling and trickling, and a final drain that checks
+ *    every byte against a per-connection pattern.
+ *  - bulk_throughput: one bulk transfer, sender and receiver in separate
+ *    processes (separate CPUs), bytes per second.
+ *  - peak sampler: a thread that reads a subtree's socket memory from
+ *    sock_diag every interval and keeps the peak and the series.
+ *  - limits through the daemon's drop-in configuration, and status fields.
+ */
+#ifndef TCPBUF_TEST_ENFORCE_UTIL_H
+#define TCPBUF_TEST_ENFORCE_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MIB (1024 * 1024)
+#define PAGES(bytes) ((int64_t)(bytes) / 4096)
+
+/* ---------------------------------------------------------------- xload */
+
+enum xload_mode {
+	XL_READ,	/* receivers read everything as it comes */
+	XL_STALL,	/* receivers do not read */
+	XL_TRICKLE,	/* each receiver reads at most trickle bytes per 100 ms */
+};
+
+struct xload_opts {
+	const char *rx_cgroup;	/* receiving ends; absolute or mount-relative */
+	const char *tx_cgroup;	/* sending ends; NULL: same as rx_cgroup */
+	int nconn;
+	enum xload_mode mode;	/* from the start */
+	int trickle;		/* bytes per 100 ms per connection in XL_TRICKLE */
+	int family;		/* AF_INET (default) or AF_INET6 */
+	int idle;		/* senders send nothing: connections only */
+	const char *v1_memcg;	/* also join this cgroup v1 memory directory for the
+				 * receiving ends (the bench's in-kernel reference) */
+};
+
+struct xload;
+
+/* Fork the generator; returns once every connection is up. NULL on error. */
+struct xload *xload_start(const struct xload_opts *o);
+/* Switch the receivers. 0 or -1. */
+int xload_set_mode(struct xload *l, enum xload_mode mode, int trickle);
+/* Stop writing; receivers read what is left. Connections stay open. */
+int xload_quiesce(struct xload *l);
+/* Bytes written by all senders and read by all receivers so far. */
+int xload_stats(struct xload *l, uint64_t *sent, uint64_t *received);
+/* Stop sending, half-close, read everything to EOF and compare every byte.
+ * 0 if all arrived intact; else -1 with msg saying what went wrong. */
+int xload_finish(struct xload *l, int timeout_ms, char *msg, size_t msglen);
+/* Kill the generator and forget it. */
+void xload_close(struct xload *l);
+
+/* ------------------------------------------------------------ throughput */
+
+/* One bulk transfer for secs seconds: the connecting sender in tx_cgroup,
+ * the listener (and so the accepted receiver) in rx_cgroup. Bytes per
+ * second as the receiver saw them; < 0 on error. */
+double bulk_throughput(const char *tx_cgroup, const char *rx_cgroup, double secs);
+
+/* --------------------------------------------------------------- sampler */
+
+struct peak_sample {
+	double t;		/* seconds since peak_start */
+	uint64_t pages;
+};
+
+struct peak_sampler;
+
+/* Sample skmem_subtree(path) every interval_ms from a real-time thread. */
+struct peak_sampler *peak_start(const char *path, unsigned interval_ms);
+/* Stop; the sampler stays readable until peak_free(). */
+void peak_stop(struct peak_sampler *p);
+uint64_t peak_pages(const struct peak_sampler *p);
+/* Largest gap between two consecutive samples, ms. */
+double peak_max_gap_ms(const struct peak_sampler *p);
+size_t peak_series(const struct peak_sampler *p, const struct peak_sample **out);
+void peak_free(struct peak_sampler *p);
+
+/* -------------------------------------------------------------- daemon */
+
+/*
+ * Write a drop-in for the cgroup at path (absolute or mount-relative) into
+ * daemon_confdir(): Limit= always, Max=/Pressure=/Min= when non-zero (all
+ * in pages). Remove it with limits_remove. The main config written by
+ * enforce_config() names that directory; reload with SIGHUP.
+ */
+void limits_write(const char *path, int64_t limit, int64_t max, int64_t pressure, int64_t min);
+void limits_remove(const char *path);
+/* Main config: DropInDir = daemon_confdir(), sampling every sample_ms. */
+void enforce_config(unsigned sample_ms);
+/* SIGHUP the daemon and wait until status shows path with limit_pages. */
+int daemon_reload_until(const char *path, int64_t limit_pages, int timeout_ms);
+
+/* One integer field of the cgroup's row in `status --json`; -1 if absent. */
+int64_t status_field(const char *path, const char *key);
+/* The state string ("normal", "pressure", "max") or "" if absent. */
+const char *status_state(const char *path);
+/* Wait until the state is want (poll every 10 ms). 0 or -1 on timeout. */
+int wait_state(const char *path, const char *want, int timeout_ms);
+
+/* ----------------------------------------------------------- sock_diag */
+
+/* Over the TCP sockets of the subtree at path: how many have sndbuf/rcvbuf
+ * at most cap bytes, and the largest of each. */
+struct bufs_summary {
+	int sockets;
+	int snd_at_most, rcv_at_most;
+	uint32_t snd_max, rcv_max, snd_min, rcv_min;
+};
+int bufs_summary(const char *path, uint32_t cap, struct bufs_summary *out);
+/* Sockets of the subtree with sndbuf (rcv = 0) or rcvbuf (rcv = 1) >= min. */
+int bufs_count_at_least(const char *path, int rcv, uint32_t min);
+
+#endif /* TCPBUF_TEST_ENFORCE_UTIL_H */

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * max holds: 64 connections whose receivers stop reading, in a cgroup with
+ * Limit=16M (max 4096 pages). Usage, read from sock_diag every 10 ms and as
+ * the daemon's own peak_pages, must stay within 1.05 x max (the kernel's
+ * cgroup v1 kmem.tcp limit peaks at 1.27x under the same load). Three loads:
+ *
+ *   stalled    both ends in the cgroup, receivers never read
+ *   warm       both ends in the cgroup, receivers read for a second (buffers
+ *              autotuned to megabytes) and then stop
+ *   rx-only    only the receiving ends in the cgroup, senders in an
+ *              unlimited sibling: everything comes through ingress refusal
+ *
+ * After each, the receivers read again and every byte must arrive intact.
+ */
+#include "enforce_util.h"
+#include "harness.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#define LIMIT_PAGES	4096		/* 16 MiB */
+#define NCONN		64
+#define MAX_RATIO	1.05
+
+struct scenario {
+	const char *name;
+	const char *tx;			/* NULL: the limited cgroup itself */
+	int warm_ms;			/* receivers read this long first */
+};
+
+static void run(const struct scenario *s)
+{
+	char rel[64], msg[256];
+	const char *cg, *tx = NULL;
+	struct peak_sampler *ps;
+	struct xload *l;
+	uint64_t sent, rcvd;
+	int64_t peak_daemon, failcnt;
+	double ratio_oracle, ratio_daemon;
+
+	snprintf(rel, sizeof(rel), "%s", s->name);
+	cg = cg_create(rel);
+	if (s->tx)
+		tx = cg_create(s->tx);
+	limits_write(cg, LIMIT_PAGES, 0, 0, 0);
+	ASSERT_OK(daemon_reload_until(cg, LIMIT_PAGES, 5000));
+	ASSERT_EQ(status_field(cg, "max_pages"), LIMIT_PAGES);
+
+	ps = peak_start(cg, 10);
+	ASSERT_TRUE(ps != NULL);
+	l = xload_start(&(struct xload_opts){ .rx_cgroup = cg, .tx_cgroup = tx, .nconn = NCONN,
+					       .mode = s->warm_ms ? XL_READ : XL_STALL });
+	ASSERT_TRUE(l != NULL);
+	if (s->warm_ms) {
+		msleep(s->warm_ms);
+		ASSERT_OK(xload_set_mode(l, XL_STALL, 0));
+	}
+	msleep(3000);
+	peak_stop(ps);
+	ASSERT_OK(xload_stats(l, &sent, &rcvd));
+
+	peak_daemon = status_field(cg, "peak_pages");
+	failcnt = status_field(cg, "failcnt");
+	ratio_oracle = (double)peak_pages(ps) / LIMIT_PAGES;
+	ratio_daemon = (double)peak_daemon / LIMIT_PAGES;
+	test_log("%s: peak %" PRIu64 " pages by sock_diag every 10 ms (%.3f x max, largest gap "
+		 "%.1f ms), daemon peak_pages %" PRId64 " (%.3f x max), failcnt %" PRId64
+		 ", %" PRIu64 " bytes sent, %" PRIu64 " read before the stall",
+		 s->name, peak_pages(ps), ratio_oracle, peak_max_gap_ms(ps), peak_daemon,
+		 ratio_daemon, failcnt, sent, rcvd);
+	EXPECT_LE(peak_pages(ps), (int64_t)(MAX_RATIO * LIMIT_PAGES));
+	EXPECT_LE(peak_daemon, (int64_t)(MAX_RATIO * LIMIT_PAGES));
+	EXPECT_LT(peak_max_gap_ms(ps), 25);
+	/* The load must have pushed: otherwise the bound proves nothing. */
+	EXPECT_GT(peak_daemon, LIMIT_PAGES / 2);
+
+	ASSERT_OK(xload_finish(l, 60000, msg, sizeof(msg)) == 0 ? 0 : (test_log("%s", msg), -1));
+	test_log("%s: %s", s->name, msg);
+	xload_close(l);
+	peak_free(ps);
+	limits_remove(cg);
+}
+
+int main(void)
+{
+	static const struct scenario scenarios[] = {
+		{ .name = "stalled" },
+		{ .name = "warm", .warm_ms = 1000 },
+		{ .name = "rxonly", .tx = "senders", .warm_ms = 1000 },
+	};
+
+	test_init();
+	enforce_config(1000);
+	ASSERT_OK(daemon_start(""));
+	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
+		run(&scenarios[i]);
+	ASSERT_EQ(daemon_stop(), 0);
+	return test_done();
+}
