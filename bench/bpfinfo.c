@@ -8,16 +8,26 @@
  *                                 KIND iter, tp_btf, fentry, fexit or the program
  *                                 type (sock_ops, cgroup_skb, ...)
  *                                 (counters move only while kernel.bpf_stats_enabled=1)
+ *   bpfinfo ids ID...             the same line (LINK is "-") for programs by id
+ *   bpfinfo hold OBJ              load and attach every program of OBJ (nop.bpf.o),
+ *                                 print "ready ID...", keep them until SIGTERM/SIGINT
  *   bpfinfo alive ID...           prints the program ids that still exist;
  *                                 exit 0 when none does, 1 otherwise
  *   bpfinfo sweep LINK [-n N]     times N runs of a pinned iterator link (create
  *                                 the iterator, read it to the end, as the daemon
  *                                 does): "sweep n=N median_ms=... min_ms=... max_ms=..."
+ *   bpfinfo sweep-prog OBJ PROG PINDIR [-n N]
+ *                                 the same for iterator program PROG of OBJ, for
+ *                                 iterators the daemon keeps unpinned (enforce_sweep):
+ *                                 loads PROG alone, on the maps pinned in PINDIR,
+ *                                 with the object's default settings
  */
 #include "common.h"
 #include <dirent.h>
 #include <linux/bpf.h>
+#include <signal.h>
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 
 static const char *prog_type_name(__u32 t)
 {
@@ -51,6 +61,8 @@ static const char *kind(const struct bpf_link_info *li, const struct bpf_prog_in
 	return prog_type_name(pi->type);
 }
 
+static int print_prog(const char *link, __u32 id, const struct bpf_link_info *li);
+
 static int progs(const char *pindir)
 {
 	char dir[4096], path[8192];
@@ -63,9 +75,8 @@ static int progs(const char *pindir)
 		die("%s", dir);
 	while ((de = readdir(d))) {
 		struct bpf_link_info li = {};
-		struct bpf_prog_info pi = {};
 		__u32 len;
-		int fd, pfd;
+		int fd;
 
 		if (de->d_name[0] == '.')
 			continue;
@@ -75,16 +86,68 @@ static int progs(const char *pindir)
 		if (fd < 0 || bpf_obj_get_info_by_fd(fd, &li, &len))
 			die("%s", path);
 		close(fd);
-		pfd = bpf_prog_get_fd_by_id(li.prog_id);
-		len = sizeof(pi);
-		if (pfd < 0 || bpf_obj_get_info_by_fd(pfd, &pi, &len))
-			die("program %u of %s", li.prog_id, path);
-		close(pfd);
-		printf("%s %u %s %s %llu %llu\n", de->d_name, li.prog_id, pi.name,
-		       kind(&li, &pi), (unsigned long long)pi.run_cnt,
-		       (unsigned long long)pi.run_time_ns);
+		print_prog(de->d_name, li.prog_id, &li);
 	}
 	closedir(d);
+	return 0;
+}
+
+static int print_prog(const char *link, __u32 id, const struct bpf_link_info *li)
+{
+	struct bpf_prog_info pi = {};
+	__u32 len = sizeof(pi);
+	int pfd = bpf_prog_get_fd_by_id(id);
+
+	if (pfd < 0 || bpf_obj_get_info_by_fd(pfd, &pi, &len))
+		die("program %u", id);
+	close(pfd);
+	printf("%s %u %s %s %llu %llu\n", link, id, pi.name,
+	       li ? kind(li, &pi) : prog_type_name(pi.type), (unsigned long long)pi.run_cnt,
+	       (unsigned long long)pi.run_time_ns);
+	return 0;
+}
+
+static int ids(int n, char **argv)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		print_prog("-", strtoul(argv[i], NULL, 10), NULL);
+	return 0;
+}
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static int hold(const char *path)
+{
+	struct bpf_object *obj = bpf_object__open_file(path, NULL);
+	struct bpf_program *prog;
+
+	if (!obj || bpf_object__load(obj))
+		die("load %s", path);
+	signal(SIGTERM, on_signal);
+	signal(SIGINT, on_signal);
+	printf("ready");
+	bpf_object__for_each_program(prog, obj) {
+		struct bpf_prog_info pi = {};
+		__u32 len = sizeof(pi);
+
+		if (!bpf_program__attach(prog))
+			die("attach %s", bpf_program__name(prog));
+		bpf_obj_get_info_by_fd(bpf_program__fd(prog), &pi, &len);
+		printf(" %u", pi.id);
+	}
+	printf("\n");
+	fflush(stdout);
+	while (!stop)
+		pause();
+	bpf_object__close(obj);	/* detaches: the links die with their last fd */
 	return 0;
 }
 
@@ -111,14 +174,12 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static int sweep(const char *link, int n)
+static int sweep_fd(int lfd, const char *link, int n)
 {
 	double *ms = calloc(n, sizeof(*ms));
 	char buf[4096];
-	int i, lfd = bpf_obj_get(link);
+	int i;
 
-	if (lfd < 0)
-		die("%s", link);
 	for (i = 0; i < n; i++) {
 		double t0 = mono_sec();
 		int fd = bpf_iter_create(lfd);
@@ -139,14 +200,70 @@ static int sweep(const char *link, int n)
 	return 0;
 }
 
+static int sweep(const char *link, int n)
+{
+	int lfd = bpf_obj_get(link);
+
+	if (lfd < 0)
+		die("%s", link);
+	return sweep_fd(lfd, link, n);
+}
+
+/* Every map of the object must already be pinned in @pindir: we reuse the
+ * daemon's maps and never create a pin of our own there. */
+static int sweep_prog(const char *path, const char *name, const char *pindir, int n)
+{
+	LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = pindir);
+	struct bpf_object *obj = bpf_object__open_file(path, &opts);
+	struct bpf_program *prog, *want = NULL;
+	struct bpf_link *link;
+	struct bpf_map *map;
+	char pin[4096];
+
+	if (!obj)
+		die("open %s", path);
+	bpf_object__for_each_map(map, obj) {
+		if (!bpf_map__pin_path(map))
+			continue;
+		snprintf(pin, sizeof(pin), "%s/%s", pindir, bpf_map__name(map));
+		if (access(pin, F_OK))
+			die("%s is not pinned: refusing to create it", pin);
+	}
+	bpf_object__for_each_program(prog, obj) {
+		if (!strcmp(bpf_program__name(prog), name))
+			want = prog;
+		else
+			bpf_program__set_autoload(prog, false);
+	}
+	if (!want)
+		die("no program %s in %s", name, path);
+	if (bpf_object__load(obj))
+		die("load %s from %s", name, path);
+	link = bpf_program__attach_iter(want, NULL);
+	if (!link)
+		die("attach %s", name);
+	sweep_fd(bpf_link__fd(link), name, n);
+	bpf_link__destroy(link);
+	bpf_object__close(obj);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 3 && !strcmp(argv[1], "progs"))
 		return progs(argv[2]);
+	if (argc >= 2 && !strcmp(argv[1], "ids"))
+		return ids(argc - 2, argv + 2);
+	if (argc == 3 && !strcmp(argv[1], "hold"))
+		return hold(argv[2]);
 	if (argc >= 2 && !strcmp(argv[1], "alive"))
 		return alive(argc - 2, argv + 2);
+	if ((argc == 5 || argc == 7) && !strcmp(argv[1], "sweep-prog"))
+		return sweep_prog(argv[2], argv[3], argv[4],
+				  argc == 7 && !strcmp(argv[5], "-n") ? atoi(argv[6]) : 10);
 	if ((argc == 3 || argc == 5) && !strcmp(argv[1], "sweep"))
 		return sweep(argv[2], argc == 5 && !strcmp(argv[3], "-n") ? atoi(argv[4]) : 10);
-	fprintf(stderr, "usage: bpfinfo progs PINDIR | alive ID... | sweep LINK [-n N]\n");
+	fprintf(stderr, "usage: bpfinfo progs PINDIR | ids ID... | hold OBJ | alive ID... |\n"
+			"               sweep LINK [-n N] | sweep-prog OBJ PROG PINDIR [-n N]\n");
 	return 2;
 }

@@ -45,6 +45,19 @@ static inline double mono_sec(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* CPU time, in seconds, that process @pid has used so far (its
+ * sum_exec_runtime: on kernels without IRQ_TIME_ACCOUNTING this includes the
+ * softirq work, such as loopback receive processing, done in its context). */
+static inline double cpu_sec(pid_t pid)
+{
+	struct timespec ts;
+	clockid_t clk;
+
+	if (clock_getcpuclockid(pid, &clk) || clock_gettime(clk, &ts))
+		return 0;
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
 /* The first cgroup2 mount in mountinfo: /sys/fs/cgroup/unified on hybrid hosts. */
 static inline int cg_v2_mount(char *buf, size_t len)
 {

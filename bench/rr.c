@@ -8,7 +8,12 @@
  *   rr [-c CGROUP] [-t SECONDS] [-w WARMUP] [-r REQ] [-R RESP] [-6] [-D]
  *      [-C CLIENT_CPU] [-S SERVER_CPU] [-i INTERVAL]
  *
- * Output, one line: "rr tps=27291.4 transactions=272914 seconds=10.000"
+ * Output, one line: "rr tps=27291.4 transactions=272914 seconds=10.000 cpu=9.981
+ * tpc=27343.5": cpu is the CPU time both ends used in the measured interval
+ * (seconds, softirq work done in their context included), tpc transactions
+ * per CPU-second, the inverse of netperf's service demand. With both ends on
+ * one CPU the benchmark is CPU-bound, so on an otherwise idle machine tps and
+ * tpc agree; on a shared one tpc leaves out the time others took the CPU.
  */
 #include "common.h"
 #include <getopt.h>
@@ -72,7 +77,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-	double secs = 10, warm = 1, t0 = 0, t1, interval = 0, ti = 0;
+	double secs = 10, warm = 1, t0 = 0, t1, interval = 0, ti = 0, c0 = 0, c1;
 	int c, v6 = 0, nodelay = 0, ccpu = -1, scpu = -1, lfd, cfd, sfd, status;
 	size_t req = 1, resp = 1;
 	const char *cg = NULL;
@@ -132,8 +137,10 @@ int main(int argc, char **argv)
 	double start = mono_sec(), end_warm = start + warm, end = end_warm + secs;
 	int measuring = warm <= 0;
 
-	if (measuring)
+	if (measuring) {
 		t0 = start;
+		c0 = cpu_sec(0) + cpu_sec(pid);
+	}
 	for (;;) {
 		full_write(cfd, qbuf, req);
 		full_read(cfd, abuf, resp);
@@ -145,8 +152,10 @@ int main(int argc, char **argv)
 			measuring = 1;
 			t0 = ti = t1;
 			n0 = ni = n;
+			c0 = cpu_sec(0) + cpu_sec(pid);
 			end = t0 + secs;
 		} else if (measuring && t1 >= end) {
+			c1 = cpu_sec(0) + cpu_sec(pid);
 			break;
 		} else if (measuring && interval > 0 && t1 - ti >= interval) {
 			printf("interval %.3f %.1f\n", t1 - t0, (n - ni) / (t1 - ti));
@@ -156,7 +165,7 @@ int main(int argc, char **argv)
 	}
 	close(cfd);
 	waitpid(pid, &status, 0);
-	printf("rr tps=%.1f transactions=%llu seconds=%.3f\n", (n - n0) / (t1 - t0), n - n0,
-	       t1 - t0);
+	printf("rr tps=%.1f transactions=%llu seconds=%.3f cpu=%.3f tpc=%.1f\n", (n - n0) / (t1 - t0),
+	       n - n0, t1 - t0, c1 - c0, c1 > c0 ? (n - n0) / (c1 - c0) : 0);
 	return 0;
 }

@@ -9,7 +9,10 @@
  *   stream [-c CGROUP] [-t SECONDS] [-w WARMUP] [-m SEND] [-M RECV] [-6]
  *          [-C CLIENT_CPU] [-S SERVER_CPU]
  *
- * Output, one line: "stream mbps=41234.5 bytes=51543125000 seconds=10.000"
+ * Output, one line: "stream mbps=41234.5 bytes=51543125000 seconds=10.000
+ * cpu=19.870 mbpc=20750.1": cpu is the CPU time both ends used in the
+ * measured interval (softirq work in their context included), mbpc 10^6 bits
+ * per CPU-second.
  */
 #include "common.h"
 #include <signal.h>
@@ -54,7 +57,7 @@ int main(int argc, char **argv)
 	socklen_t alen;
 	_Atomic unsigned long long *received;
 	unsigned long long b0 = 0, b1;
-	double t0 = 0, t1;
+	double t0 = 0, t1, c0 = 0, c1 = 0;
 	char *buf;
 	pid_t pid;
 
@@ -101,8 +104,10 @@ int main(int argc, char **argv)
 	double start = mono_sec(), end_warm = start + warm, end = end_warm + secs;
 	int measuring = warm <= 0;
 
-	if (measuring)
+	if (measuring) {
 		t0 = start;
+		c0 = cpu_sec(0) + cpu_sec(pid);
+	}
 	for (;;) {
 		ssize_t r = send(cfd, buf, send_size, 0);
 
@@ -112,17 +117,20 @@ int main(int argc, char **argv)
 		if (!measuring && t1 >= end_warm) {
 			b0 = atomic_load(received);
 			t0 = mono_sec();
+			c0 = cpu_sec(0) + cpu_sec(pid);
 			end = t0 + secs;
 			measuring = 1;
 		} else if (measuring && t1 >= end) {
 			b1 = atomic_load(received);
 			t1 = mono_sec();
+			c1 = cpu_sec(0) + cpu_sec(pid);
 			break;
 		}
 	}
 	close(cfd);
 	waitpid(pid, &status, 0);
-	printf("stream mbps=%.1f bytes=%llu seconds=%.3f\n", (b1 - b0) * 8 / (t1 - t0) / 1e6,
-	       b1 - b0, t1 - t0);
+	printf("stream mbps=%.1f bytes=%llu seconds=%.3f cpu=%.3f mbpc=%.1f\n",
+	       (b1 - b0) * 8 / (t1 - t0) / 1e6, b1 - b0, t1 - t0, c1 - c0,
+	       c1 > c0 ? (b1 - b0) * 8 / (c1 - c0) / 1e6 : 0);
 	return 0;
 }
