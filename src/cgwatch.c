@@ -15,19 +15,25 @@ int cgwatch_open(void)
 
 int cgwatch_sync(int fd, const struct cgroup_tree *tree)
 {
+	static int highest_wd;
 	char path[PATH_MAX];
+	int added = 0, wd;
 	size_t i;
 
-	/* Adding a watch that exists is a cheap no-op in the kernel, so there
-	 * is no need to remember which directories are watched already. */
+	/* Adding a watch that exists is a cheap no-op returning its old
+	 * descriptor; new watches get ever higher ones, which is how we tell. */
 	for (i = 0; i < tree->n; i++) {
 		snprintf(path, sizeof(path), "%s%s", tree->mount,
 			 tree->entries[i].path[1] ? tree->entries[i].path : "");
-		if (inotify_add_watch(fd, path, IN_CREATE | IN_DELETE | IN_ONLYDIR) < 0 &&
-		    errno != ENOENT)
+		wd = inotify_add_watch(fd, path, IN_CREATE | IN_DELETE | IN_ONLYDIR);
+		if (wd < 0 && errno != ENOENT)
 			return -errno;
+		if (wd > highest_wd) {
+			highest_wd = wd;
+			added++;
+		}
 	}
-	return 0;
+	return added;
 }
 
 int cgwatch_drain(int fd)

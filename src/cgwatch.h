@@ -11,7 +11,8 @@
 /* An inotify fd for the epoll loop, or negative errno. */
 int cgwatch_open(void);
 /* Watch every directory of the (freshly scanned) tree; watches of removed
- * directories vanish by themselves. */
+ * directories vanish by themselves. Returns how many directories are newly
+ * watched, or negative errno. */
 int cgwatch_sync(int fd, const struct cgroup_tree *tree);
 /* Drain pending events; 1 if the tree changed, 0 if not, negative errno. */
 int cgwatch_drain(int fd);

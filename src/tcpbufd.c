@@ -118,8 +118,10 @@ static void tree_changed(struct daemon *d, int watch_fd)
 
 	if (cgroup_tree_scan(&d->tree))
 		return;
-	if (watch_fd >= 0)
-		cgwatch_sync(watch_fd, &d->tree);
+	/* A directory made between the scan and the watch on its parent sends
+	 * no event: when new watches went in, look once more. */
+	while (watch_fd >= 0 && cgwatch_sync(watch_fd, &d->tree) > 0 && !cgroup_tree_scan(&d->tree))
+		;
 	limits_apply(d);
 	status_prune(loader_usage_fd(d->bpf), &d->tree, &pruned);
 	if (pruned)
