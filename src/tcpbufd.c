@@ -169,7 +169,7 @@ static int event_loop(struct daemon *d)
 	if (watch_fd < 0)
 		log_warn("cannot watch the cgroup tree (%s); new cgroups are seen every %u ms",
 			 strerror(-watch_fd), d->cfg.poll_interval_ms);
-	else if (cgwatch_sync(watch_fd, &d->tree) || epoll_add(ep, watch_fd))
+	else if (cgwatch_sync(watch_fd, &d->tree) < 0 || epoll_add(ep, watch_fd))
 		log_warn("cgroup tree watch incomplete; polling every %u ms", d->cfg.poll_interval_ms);
 	arm_timer(poll_fd, d->cfg.poll_interval_ms);
 	if (loader_mode(d->bpf) == TCPBUF_MODE_SAMPLED)
