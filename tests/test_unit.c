@@ -61,6 +61,27 @@ static char *man_tree(void)
 	return dir;
 }
 
+/*
+ * systemd-analyze ARGS, in a mount namespace with a tmpfs over /run/systemd
+ * where it can: verify stamps /run/systemd/systemd-units-load otherwise,
+ * and the test leaves the host as it found it.
+ */
+static int analyze(char **out, const char *env, const char *args)
+{
+	int rc = 127;
+
+	if (have_program("unshare") && !access("/run/systemd", F_OK))
+		rc = run_sh(out, "%s unshare -m --propagation private sh -c 'mount -t tmpfs tmpfs "
+			    "/run/systemd 2>/dev/null || exit 99; exec \"$@\"' sh "
+			    "systemd-analyze %s", env, args);
+	if (rc == 99 || rc == 127 || (rc == 1 && out && *out && strstr(*out, "unshare:"))) {
+		if (out)
+			free(*out);
+		rc = run_sh(out, "%s systemd-analyze %s", env, args);
+	}
+	return rc;
+}
+
 static const char *one(const char *key)
 {
 	char **v = unit_values(key);
@@ -154,14 +175,25 @@ int main(void)
 	unit = write_unit_copy();
 	man = man_tree();
 	q = sh_quote(unit);
-	EXPECT_EQ(run_sh(&out, "MANPATH=%s systemd-analyze verify %s", man, q), 0);
+	{
+		char env[4200], args[4200];
+
+		snprintf(env, sizeof(env), "MANPATH=%s", man);
+		snprintf(args, sizeof(args), "verify %s", q);
+		EXPECT_EQ(analyze(&out, env, args), 0);
+	}
 	if (out && *out) {
 		test_log("systemd-analyze verify:\n%s", out);
 		test_fail();
 	}
 	free(out);
 
-	EXPECT_EQ(run_sh(&out, "systemd-analyze security --offline=yes --no-pager %s", q), 0);
+	{
+		char args[4200];
+
+		snprintf(args, sizeof(args), "security --offline=yes --no-pager %s", q);
+		EXPECT_EQ(analyze(&out, "", args), 0);
+	}
 	score = out ? strstr(out, "Overall exposure level for tcpbufd.service: ") : NULL;
 	ASSERT_TRUE(score != NULL);
 	exposure = strtod(score + strlen("Overall exposure level for tcpbufd.service: "), NULL);
