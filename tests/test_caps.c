@@ -143,6 +143,23 @@ static void container_client(const char *rel)
 	EXPECT_TRUE(out && json_valid(out));
 	EXPECT_EQ(out ? json_cgroup_count(out) : -1, 1);
 	free(out);
+	/* metrics too shows the client its own subtree only. */
+	rc = run_sh(&out, "echo $$ > %s && exec setpriv --reuid=65534 --regid=65534 "
+		    "--clear-groups %s --socket %s metrics", procs, ctlq, sockq);
+	EXPECT_EQ(rc, 0);
+	{
+		char *own;
+		int others = 0;
+
+		if (asprintf(&own, "tcpbufd_cgroup_limit_bytes{cgroup=\"%s\"} ", rel) < 0)
+			abort();
+		EXPECT_TRUE(out && strstr(out, own));
+		for (const char *c = out; c && (c = strstr(c, "cgroup=\"")); c++)
+			others += strncmp(c + 8, rel, strlen(rel)) != 0;
+		EXPECT_EQ(others, 0);
+		free(own);
+	}
+	free(out);
 	rc = run_sh(&out, "echo $$ > %s && exec setpriv --reuid=65534 --regid=65534 "
 		    "--clear-groups %s --socket %s set-limit %s 1M", procs, ctlq, sockq, rel);
 	EXPECT_EQ(rc, 1);
