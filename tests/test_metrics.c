@@ -10,7 +10,7 @@
  * and label names, label values escaped (\\ \" \n) and valid UTF-8, numeric
  * values, no timestamps (the textfile collector refuses them), no duplicate
  * series, counters named *_total. Where promtool exists (in $PATH or
- * build/tools/promtool, which scripts/install-deps unpacks from Debian's
+ * .cache/tools/promtool, which scripts/install-deps unpacks from Debian's
  * prometheus package) `promtool check metrics` must accept it too, lint
  * included.
  *
@@ -404,8 +404,8 @@ static const char *promtool(void)
 {
 	if (have_program("promtool"))
 		return "promtool";
-	if (!access("build/tools/promtool", X_OK))
-		return "build/tools/promtool";
+	if (!access(".cache/tools/promtool", X_OK))
+		return ".cache/tools/promtool";
 	return NULL;
 }
 
@@ -480,7 +480,7 @@ int main(void)
 		free(res);
 		free(q);
 	} else {
-		test_log("promtool not found (scripts/install-deps unpacks it to build/tools): "
+		test_log("promtool not found (scripts/install-deps unpacks it to .cache/tools): "
 			 "only the built-in parser checked the format");
 	}
 
