@@ -6,6 +6,7 @@
  * be queried (journalctl CGROUP=/x STATE=max).
  */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,38 +135,38 @@ static const char *transition(const char *prev, const char *state)
 	return "changed state";
 }
 
-#define IOV_FIELD(iov, n, buf, ...) do {					\
-	int len_ = asprintf(&(buf), __VA_ARGS__);				\
-	if (len_ >= 0)								\
-		iov[n++] = (struct iovec){ .iov_base = (buf), .iov_len = len_ };	\
-	else									\
-		(buf) = NULL;							\
-} while (0)
-
 static int journal_send(int prio, const char *msg, const char *cgroup, const char *state,
 			const char *prev, uint64_t usage, uint64_t limit, const char *mode,
 			unsigned held)
 {
-	struct iovec iov[12];
-	char *f[12] = {};
-	int n = 0, i, r;
+	struct iovec iov[11];
+	int n = 0, r = -ENOMEM;
 
-	IOV_FIELD(iov, n, f[0], "MESSAGE=%s", msg);
-	IOV_FIELD(iov, n, f[1], "PRIORITY=%d", prio);
-	IOV_FIELD(iov, n, f[2], "SYSLOG_IDENTIFIER=tcpbufd");
-	IOV_FIELD(iov, n, f[3], "MESSAGE_ID=%s", LOG_STATE_MESSAGE_ID);
-	IOV_FIELD(iov, n, f[4], "CGROUP=%s", cgroup);
-	IOV_FIELD(iov, n, f[5], "USAGE_PAGES=%llu", (unsigned long long)usage);
-	IOV_FIELD(iov, n, f[6], "LIMIT_PAGES=%llu", (unsigned long long)limit);
-	IOV_FIELD(iov, n, f[7], "STATE=%s", state);
-	IOV_FIELD(iov, n, f[8], "MODE=%s", mode);
+#define FIELD(...) do {							\
+	char *f_;							\
+	int len_ = asprintf(&f_, __VA_ARGS__);				\
+	if (len_ < 0)							\
+		goto out;						\
+	iov[n++] = (struct iovec){ .iov_base = f_, .iov_len = len_ };	\
+} while (0)
+	FIELD("MESSAGE=%s", msg);
+	FIELD("PRIORITY=%d", prio);
+	FIELD("SYSLOG_IDENTIFIER=tcpbufd");
+	FIELD("MESSAGE_ID=%s", LOG_STATE_MESSAGE_ID);
+	FIELD("CGROUP=%s", cgroup);
+	FIELD("USAGE_PAGES=%llu", (unsigned long long)usage);
+	FIELD("LIMIT_PAGES=%llu", (unsigned long long)limit);
+	FIELD("STATE=%s", state);
+	FIELD("MODE=%s", mode);
 	if (*prev)
-		IOV_FIELD(iov, n, f[9], "PREVIOUS_STATE=%s", prev);
+		FIELD("PREVIOUS_STATE=%s", prev);
 	if (held)
-		IOV_FIELD(iov, n, f[10], "SUPPRESSED=%u", held);
-	r = n == (4 + 5 + !!*prev + !!held) ? sd_journal_sendv(iov, n) : -1;
-	for (i = 0; i < 12; i++)
-		free(f[i]);
+		FIELD("SUPPRESSED=%u", held);
+#undef FIELD
+	r = sd_journal_sendv(iov, n);
+out:
+	while (n--)
+		free(iov[n].iov_base);
 	return r;
 }
 
