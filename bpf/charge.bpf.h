@@ -69,11 +69,25 @@ static __always_inline bool limits_present(void)
 }
 
 /*
+ * Where a cgroup at max leaves it. Refusal at ingress keeps usage within one
+ * segment under max, so "back under max" needs a margin, or a cgroup held at
+ * max would flap between max and pressure with every segment: the larger of
+ * a 64 KiB segment and 1/64 of max.
+ */
+static __always_inline __s64 max_exit_pages(__u64 max)
+{
+	__u64 margin = max / 64 > 16 ? max / 64 : 16;
+
+	return margin < max ? (__s64)(max - margin) : 0;
+}
+
+/*
  * The state a cgroup moves to from @old at usage @now, as net.ipv4.tcp_mem
  * behaves: pressure is entered at `pressure` and left only below `min` (the
- * hysteresis), max is entered at `max` and left for pressure as soon as usage
- * is back under it. A threshold of 0 is not set. *@crossed gets the threshold
- * that decided a change.
+ * hysteresis); max is entered at `max` (or when ingress refuses a segment
+ * that would pass it) and left for pressure once usage is back under it by
+ * the margin above. A threshold of 0 is not set. *@crossed gets the
+ * threshold that decided a change.
  */
 static __always_inline __u32 cgroup_next_state(__u32 old, __s64 now,
 					       const struct cgroup_limits *l, __u64 *crossed)
@@ -81,7 +95,8 @@ static __always_inline __u32 cgroup_next_state(__u32 old, __s64 now,
 	__u64 max = l->max_pages, pressure = l->pressure_pages;
 	__u64 min = l->min_pages ? l->min_pages : pressure;
 
-	if (max && now >= (__s64)max) {
+	if (max && (now >= (__s64)max ||
+		    (old == TCPBUF_STATE_MAX && now >= max_exit_pages(max)))) {
 		*crossed = max;
 		return TCPBUF_STATE_MAX;
 	}

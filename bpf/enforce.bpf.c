@@ -120,16 +120,13 @@ struct ingress_walk {
 	__u64 cg;
 	__s64 pages;		/* the segment's truesize, in pages */
 	__s64 rmem;		/* the socket's receive memory, bytes */
-	__s64 truesize;
 	bool refused;
 };
 
 /*
- * One limited level: at max, refuse what would pass max (failcnt counts
- * it); in pressure, refuse what would take a socket with data already
- * queued past its fair share of pressure, as the kernel does under tcp_mem
- * pressure. The rcvbuf caps the sweep applies then close the window, so
- * refusals stop once the peer has seen it.
+ * One limited level: refuse what would take usage past max (failcnt counts
+ * it). Windows are kept within the headroom (enforce_policy.bpf.h), so this
+ * is the backstop for what was promised before a cap, not the usual brake.
  */
 static long ingress_walk_level(__u64 i, void *ctx)
 {
@@ -150,33 +147,35 @@ static long ingress_walk_level(__u64 i, void *ctx)
 		if (w->rmem == 0 && w->pages <= 2)
 			return 0;	/* an empty queue always gets a small segment */
 		__sync_fetch_and_add(&u->failcnt, 1);
-		w->refused = true;
-		return 1;
-	}
-	if (u->state == TCPBUF_STATE_PRESSURE && w->rmem > 0 &&
-	    w->rmem + w->truesize > pressure_fair_share(l, u)) {
+		/* Refusing is being at max, though usage stays just under it. */
+		cgroup_state_update(id, u, u->usage_pages + w->pages);
 		w->refused = true;
 		return 1;
 	}
 	return 0;
 }
 
+/* Whether the segment carries anything TCP has not received yet. */
+static __always_inline bool tcp_new_data(const struct tcp_sock *tp, __u32 seq, int len)
+{
+	return (__s32)(seq + len - tp->rcv_nxt) > 0;
+}
+
 /*
- * Whether TCP will queue this segment (new data, in the window, and the
- * socket not over sk_rcvbuf — tcp_data_queue drops past it unless the queue
- * is empty). Segments TCP drops anyway (duplicates, beyond a closed window,
- * over a capped rcvbuf) must neither count as refused nor be charged.
+ * Whether TCP will most likely queue this new data: in the window, and the
+ * socket not over sk_rcvbuf (past it tcp_data_queue drops, unless the queue
+ * is empty or collapsing it makes room). Sampled mode charges a segment at
+ * ingress only then: a charge for a segment TCP drops would stay until the
+ * socket's next sample.
  */
 static __always_inline bool tcp_would_queue(struct sock *sk, const struct tcp_sock *tp,
-					    __u32 seq, int len)
+					    __u32 seq)
 {
-	__u32 rcv_nxt = tp->rcv_nxt, wnd_end = tp->rcv_wup + tp->rcv_wnd;
+	__u32 wnd_end = tp->rcv_wup + tp->rcv_wnd;
 	int rmem = sk->sk_backlog.rmem_alloc.counter;
 
-	if ((__s32)(seq + len - rcv_nxt) <= 0)
-		return false;			/* nothing new */
 	if ((__s32)(seq - wnd_end) >= 0)
-		return false;			/* beyond the window */
+		return false;
 	return rmem == 0 || rmem <= sk->sk_rcvbuf;
 }
 
@@ -201,10 +200,9 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 	if (!tp || !limits_present())
 		return 1;
 	sk = (struct sock *)tp;
-	if (!tcp_would_queue(sk, tp, seq, len))
-		return 1;	/* TCP drops it itself: nothing to refuse or charge */
+	if (!tcp_new_data(tp, seq, len))
+		return 1;	/* a duplicate: TCP ignores it, nothing to refuse */
 	w.pages = (truesize + TCPBUF_PAGE_SIZE - 1) >> TCPBUF_PAGE_SHIFT;
-	w.truesize = truesize;
 	w.rmem = sk->sk_backlog.rmem_alloc.counter;
 	if (accounting_mode == TCPBUF_MODE_SAMPLED)
 		sample_socket(sk);	/* this socket's part of usage, fresh */
@@ -214,7 +212,7 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 		return 0;
 	/* Sampled mode: charge the segment now. The next sample of the socket
 	 * corrects this to what TCP really queued. */
-	if (accounting_mode == TCPBUF_MODE_SAMPLED)
+	if (accounting_mode == TCPBUF_MODE_SAMPLED && tcp_would_queue(sk, tp, seq))
 		sample_socket_to(sk, sk_footprint_pages(sk) + w.pages);
 	return 1;
 }

@@ -18,9 +18,13 @@
  * limited subtree has its sk_sndbuf set (locked) from its first callback, and
  * grown here instead, doubling while the writer keeps it full.
  *
- * The receive side needs no guard: every byte comes through cgroup_skb
- * ingress, which refuses what would pass max; rcvbuf is capped in pressure
- * and max so that the window, not drops, holds the peer back.
+ * The receive side has a guard too, on sk_rcvbuf: the free receive space is
+ * what the window promises a peer, and it is kept within the socket's share
+ * of the headroom to max, so a stall closes windows (TCP resumes at once on
+ * the window update when the reader reads) rather than running into
+ * cgroup_skb ingress, which refuses what would pass max as the backstop
+ * (TCP recovers from that only on its retransmission timer). Far from max
+ * the receive guard is above what autotuning reaches and changes nothing.
  */
 #ifndef TCPBUF_ENFORCE_POLICY_BPF_H
 #define TCPBUF_ENFORCE_POLICY_BPF_H
@@ -106,9 +110,19 @@ static __always_inline __s64 pressure_fair_share(const struct cgroup_limits *l,
 	return max_s64(band * TCPBUF_PAGE_SIZE / (__u64)n, buf_floor);
 }
 
+/* This socket's share of the headroom between @used and @target pages,
+ * among the n sockets of the subtree holding memory and itself. */
+static __always_inline __s64 headroom_share(__s64 target, __s64 used, __s64 n)
+{
+	__s64 room = (target - used) * TCPBUF_PAGE_SIZE;
+
+	return room > 0 ? (__s64)((__u64)room / (__u64)(n > 0 ? n + 1 : 1)) : 0;
+}
+
 /* The caps one limited ancestor imposes. */
 static __always_inline void caps_level(struct caps *c, const struct cgroup_limits *l,
-				       const struct cgroup_usage *u, __s64 unsent, __s64 chunk)
+				       const struct cgroup_usage *u, __s64 unsent, __s64 rmem,
+				       __s64 chunk)
 {
 	__s64 used = u ? u->usage_pages : 0, n = u ? u->sockets : 0;
 	__u32 state = u ? u->state : TCPBUF_STATE_NORMAL;
@@ -118,17 +132,25 @@ static __always_inline void caps_level(struct caps *c, const struct cgroup_limit
 	if (state > c->state)
 		c->state = state;
 	if (l->max_pages) {
-		/* Guard: this socket's share of the headroom, minus the skb it
-		 * may fill past sk_sndbuf; nothing left means minimal. In
-		 * normal state the headroom is to pressure: crossing it must
-		 * stop growth at once, as the kernel's synchronous tcp_mem
-		 * check does, so nothing may be granted beyond it. */
+		/* Send guard: what it has not sent yet plus its share of the
+		 * headroom, minus the skb it may fill past sk_sndbuf; nothing
+		 * left means minimal. In normal state the headroom is to
+		 * pressure: crossing it must stop growth at once, as the
+		 * kernel's synchronous tcp_mem check does, so nothing may be
+		 * granted beyond it. */
 		__s64 target = state == TCPBUF_STATE_NORMAL && l->pressure_pages ?
 			       l->pressure_pages : l->max_pages;
-		__s64 room = (target - used) * TCPBUF_PAGE_SIZE;
-		__s64 share = room > 0 ? (__s64)((__u64)room / (__u64)(n > 0 ? n + 1 : 1)) - chunk : 0;
+		__s64 share = headroom_share(target, used, n) - chunk;
 
 		snd = share > 0 ? unsent + share : 0;
+		/* Receive guard: a peer may send what the window promises,
+		 * the free receive space. Keeping that within the socket's
+		 * share of the headroom to max makes a stall close windows
+		 * instead of leaving ingress to refuse segments, which TCP
+		 * recovers from only on its retransmission timer, backed off
+		 * to seconds by then. Far from max this is above what
+		 * autotuning reaches and changes nothing. */
+		rcv = rmem + headroom_share(l->max_pages, used, n);
 	}
 	if (state == TCPBUF_STATE_MAX) {
 		snd = 0;
@@ -136,7 +158,7 @@ static __always_inline void caps_level(struct caps *c, const struct cgroup_limit
 	} else if (state == TCPBUF_STATE_PRESSURE) {
 		__s64 fair = pressure_fair_share(l, u);
 
-		rcv = fair;
+		rcv = min_s64(rcv, fair);
 		snd = min_s64(snd, max_s64(fair - chunk, buf_floor));
 	}
 	c->snd = min_s64(c->snd, snd);
@@ -152,7 +174,7 @@ static __always_inline void caps_level(struct caps *c, const struct cgroup_limit
  */
 struct caps_walk {
 	__u64 cg;
-	__s64 unsent, chunk;
+	__s64 unsent, rmem, chunk;
 	struct caps c;
 };
 
@@ -177,7 +199,8 @@ static long caps_walk_level(__u64 i, void *ctx)
 		return 1;
 	l = bpf_map_lookup_elem(&cgroup_limits, &id);
 	if (l)
-		caps_level(&w->c, l, bpf_map_lookup_elem(&cgroup_usage, &id), w->unsent, w->chunk);
+		caps_level(&w->c, l, bpf_map_lookup_elem(&cgroup_usage, &id), w->unsent, w->rmem,
+			   w->chunk);
 	return 0;
 }
 
@@ -188,6 +211,7 @@ static __always_inline void caps_compute(struct sock *sk, const struct tcp_sock 
 	struct caps_walk w = {
 		.cg = (__u64)sk_cgroup(sk),
 		.unsent = unsent_bytes(sk, tp),
+		.rmem = sk->sk_backlog.rmem_alloc.counter,
 		.chunk = send_chunk_bytes(tp),
 		.c = { .snd = CAP_NONE, .rcv = CAP_NONE, .state = TCPBUF_STATE_NORMAL },
 	};
@@ -250,21 +274,19 @@ static __always_inline __s64 sndbuf_target(struct sock *sk, const struct caps *c
 	return min_s64(want, c->snd);
 }
 
-/* The sk_rcvbuf this socket should have now; -1 leaves it alone. */
+/* The sk_rcvbuf this socket should have now; -1 leaves it alone. Below its
+ * cap, a socket we never set keeps the kernel's autotuning. */
 static __always_inline __s64 rcvbuf_target(struct sock *sk, const struct caps *c,
 					   const struct sock_enforce *se)
 {
-	__s64 cur = sk->sk_rcvbuf;
+	__s64 cur = sk->sk_rcvbuf, cap = rcvbuf_ceiling;
 
-	if (c->limited && c->rcv != CAP_NONE) {
-		if (cur > c->rcv || (se->flags & TCPBUF_SE_RCVBUF_SET))
-			return c->rcv;
-		return -1;			/* below its cap: autotuning may go on */
-	}
 	if (se->user_locks & TCPBUF_RCVBUF_LOCK)
-		return (se->flags & TCPBUF_SE_RCVBUF_SET) ? se->user_rcvbuf : -1;
-	if ((se->flags & TCPBUF_SE_RCVBUF_SET) && cur < rcvbuf_ceiling)
-		return rcvbuf_ceiling;		/* lifting caps: generous, it stays locked */
+		cap = se->user_rcvbuf;
+	if (c->limited)
+		cap = min_s64(cap, c->rcv);
+	if (cur > cap || (se->flags & TCPBUF_SE_RCVBUF_SET))
+		return cap;
 	return -1;
 }
 

@@ -65,6 +65,12 @@ void xload_close(struct xload *l);
  * second as the receiver saw them; < 0 on error. */
 double bulk_throughput(const char *tx_cgroup, const char *rx_cgroup, double secs);
 
+/* Median of num[i] / den[i]: a ratio of paired, interleaved runs, robust to
+ * the machine's drift and to a few disturbed runs. */
+double median_ratio(const double *num, const double *den, int n);
+/* Median of v (sorts a copy). */
+double median_of(const double *v, int n);
+
 /* --------------------------------------------------------------- sampler */
 
 struct peak_sample {
