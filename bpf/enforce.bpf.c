@@ -32,12 +32,14 @@ static __always_inline struct sock_enforce *sock_enforce_get(struct sock *sk, bo
 
 /* ------------------------------------------------------------- sock_ops */
 
+/* Per-segment callbacks, and the state callback that sees it close. */
+#define ENFORCE_CB_FLAGS (BPF_SOCK_OPS_PARSE_ALL_HDR_OPT_CB_FLAG | BPF_SOCK_OPS_STATE_CB_FLAG)
+
 static __always_inline void cb_flags_set(struct bpf_sock_ops *skops, bool on)
 {
 	int flags = skops->bpf_sock_ops_cb_flags;
 
-	flags = on ? flags | BPF_SOCK_OPS_PARSE_ALL_HDR_OPT_CB_FLAG
-		   : flags & ~BPF_SOCK_OPS_PARSE_ALL_HDR_OPT_CB_FLAG;
+	flags = on ? flags | ENFORCE_CB_FLAGS : flags & ~ENFORCE_CB_FLAGS;
 	if (flags != skops->bpf_sock_ops_cb_flags)
 		bpf_sock_ops_cb_flags_set(skops, flags);
 }
@@ -57,14 +59,21 @@ int enforce_sockops(struct bpf_sock_ops *skops)
 	struct caps c;
 	bool established;
 
+	bsk = skops->sk;
+	if (!bsk)
+		return 1;
+	if (skops->op == BPF_SOCK_OPS_STATE_CB) {
+		/* Closed: no longer one of its subtree's writers. */
+		if (skops->args[1] == BPF_TCP_CLOSE && (tp = bpf_skc_to_tcp_sock(bsk)) &&
+		    (se = sock_enforce_get((struct sock *)tp, false)))
+			sender_count((struct sock *)tp, se, false);
+		return 1;
+	}
 	if (skops->op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB &&
 	    skops->op != BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB &&
 	    skops->op != BPF_SOCK_OPS_PARSE_HDR_OPT_CB)
 		return 1;
 	established = skops->op != BPF_SOCK_OPS_PARSE_HDR_OPT_CB;
-	bsk = skops->sk;
-	if (!bsk)
-		return 1;
 	tp = bpf_skc_to_tcp_sock(bsk);
 	if (!tp)
 		return 1;
@@ -78,6 +87,7 @@ int enforce_sockops(struct bpf_sock_ops *skops)
 	else
 		notice_user_change(sk, se);
 	caps_apply(skops, sk, &c, se);
+	sender_update(sk, tp, se, &c);
 	cb_flags_set(skops, c.limited);
 	return 1;
 }
@@ -118,21 +128,24 @@ extern void *bpf_cast_to_kern_ctx(void *obj) __ksym __weak;
  */
 struct ingress_walk {
 	__u64 cg;
-	__s64 pages;		/* the segment's truesize, in pages */
+	__s64 pages;		/* the segment and the socket's backlog, in pages */
+	__s64 skb_pages;	/* the segment alone */
 	__s64 rmem;		/* the socket's receive memory, bytes */
 	bool refused;
 };
 
 /*
- * One limited level: refuse what would take usage past max (failcnt counts
- * it). Windows are kept within the headroom (enforce_policy.bpf.h), so this
- * is the backstop for what was promised before a cap, not the usual brake.
+ * One limited level: refuse what would take usage past max, less the room
+ * kept for the subtree's writers (failcnt counts it). Windows are kept
+ * within the headroom (enforce_policy.bpf.h), so this is the backstop for
+ * what was promised before a cap, not the usual brake.
  */
 static long ingress_walk_level(__u64 i, void *ctx)
 {
 	struct ingress_walk *w = ctx;
 	struct cgroup_limits *l;
 	struct cgroup_usage *u;
+	__s64 want;
 	__u64 id;
 
 	if (!walk_level(&w->cg, &id))
@@ -141,14 +154,15 @@ static long ingress_walk_level(__u64 i, void *ctx)
 	if (!l)
 		return 0;
 	u = bpf_map_lookup_elem(&cgroup_usage, &id);
-	if (!u)
+	if (!u || !l->max_pages)
 		return 0;
-	if (l->max_pages && u->usage_pages + w->pages > (__s64)l->max_pages) {
-		if (w->rmem == 0 && w->pages <= 2)
+	want = u->usage_pages + w->pages + sender_reserve_pages(id, l);
+	if (want > (__s64)l->max_pages) {
+		if (w->rmem == 0 && w->skb_pages <= 2)
 			return 0;	/* an empty queue always gets a small segment */
 		__sync_fetch_and_add(&u->failcnt, 1);
 		/* Refusing is being at max, though usage stays just under it. */
-		cgroup_state_update(id, u, u->usage_pages + w->pages);
+		cgroup_state_update(id, u, want);
 		w->refused = true;
 		return 1;
 	}
@@ -202,7 +216,11 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 	sk = (struct sock *)tp;
 	if (!tcp_new_data(tp, seq, len))
 		return 1;	/* a duplicate: TCP ignores it, nothing to refuse */
-	w.pages = (truesize + TCPBUF_PAGE_SIZE - 1) >> TCPBUF_PAGE_SHIFT;
+	/* What this segment adds, and what already waits in the socket's
+	 * backlog (its reader holds the lock): neither is charged yet, in
+	 * either mode, and a slow reader can let the backlog grow large. */
+	w.skb_pages = (truesize + TCPBUF_PAGE_SIZE - 1) >> TCPBUF_PAGE_SHIFT;
+	w.pages = (truesize + sk->sk_backlog.len + TCPBUF_PAGE_SIZE - 1) >> TCPBUF_PAGE_SHIFT;
 	w.rmem = sk->sk_backlog.rmem_alloc.counter;
 	if (accounting_mode == TCPBUF_MODE_SAMPLED)
 		sample_socket(sk);	/* this socket's part of usage, fresh */
@@ -282,11 +300,11 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 	enforce_init(sk, se);
 	notice_user_change(sk, se);
 	caps_apply(sk, sk, &c, se);
+	sender_update(sk, tp, se, &c);
 	/* Sockets that predate the limits get the per-segment callback too
 	 * (TCP_BPF_SOCK_OPS_CB_FLAGS, kernel >= 6.11; older ones: sweeps only). */
 	flags = tp->bpf_sock_ops_cb_flags;
-	flags = c.limited ? flags | BPF_SOCK_OPS_PARSE_ALL_HDR_OPT_CB_FLAG
-			  : flags & ~BPF_SOCK_OPS_PARSE_ALL_HDR_OPT_CB_FLAG;
+	flags = c.limited ? flags | ENFORCE_CB_FLAGS : flags & ~ENFORCE_CB_FLAGS;
 	if (flags != tp->bpf_sock_ops_cb_flags)
 		bpf_setsockopt(sk, SOL_TCP, TCP_BPF_SOCK_OPS_CB_FLAGS, &flags, sizeof(flags));
 	return 0;

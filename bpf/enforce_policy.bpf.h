@@ -41,7 +41,9 @@ const volatile __u32 accounting_mode = TCPBUF_MODE_SAMPLED;
 const volatile __s32 sndbuf_ceiling = 8 << 20;	/* 2 x net.core.wmem_max: most SO_SNDBUF gives */
 const volatile __s32 rcvbuf_ceiling = 8 << 20;	/* 2 x net.core.rmem_max */
 const volatile __s32 sndbuf_initial = 16 << 10;	/* where a new limited socket starts */
-const volatile __s32 buf_floor = 16 << 10;	/* in pressure, no cap goes below this */
+const volatile __s32 buf_floor = 16 << 10;	/* in pressure, no sndbuf cap goes below this */
+const volatile __s32 rcvbuf_floor = 64 << 10;	/* nor an rcvbuf cap: windows below a
+						 * segment make peers split them */
 
 struct sock_enforce_map {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
@@ -50,6 +52,14 @@ struct sock_enforce_map {
 	__type(value, struct sock_enforce);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sock_enforce SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, TCPBUF_MAX_CGROUPS);
+	__type(key, __u64);
+	__type(value, __s64);
+	__uint(pinning, LIBBPF_PIN_BY_NAME);
+} cgroup_senders SEC(".maps");
 
 #define CAP_NONE	((__s64)1 << 40)
 
@@ -119,10 +129,23 @@ static __always_inline __s64 headroom_share(__s64 target, __s64 used, __s64 n)
 	return room > 0 ? (__s64)((__u64)room / (__u64)(n > 0 ? n + 1 : 1)) : 0;
 }
 
+/*
+ * Room kept back below max for the skb each writer of the subtree may start
+ * when its queue empties, whatever its sk_sndbuf (see cgroup_senders); at
+ * most a quarter of max, so a subtree of many writers still receives.
+ */
+static __always_inline __s64 sender_reserve_pages(__u64 id, const struct cgroup_limits *l)
+{
+	__s64 *senders = bpf_map_lookup_elem(&cgroup_senders, &id);
+	__s64 r = senders && *senders > 0 ? *senders * TCPBUF_SENDER_RESERVE_PAGES : 0;
+
+	return min_s64(r, l->max_pages / 4);
+}
+
 /* The caps one limited ancestor imposes. */
 static __always_inline void caps_level(struct caps *c, const struct cgroup_limits *l,
-				       const struct cgroup_usage *u, __s64 unsent, __s64 rmem,
-				       __s64 chunk)
+				       const struct cgroup_usage *u, __s64 reserve, __s64 unsent,
+				       __s64 rmem, __s64 chunk)
 {
 	__s64 used = u ? u->usage_pages : 0, n = u ? u->sockets : 0;
 	__u32 state = u ? u->state : TCPBUF_STATE_NORMAL;
@@ -140,7 +163,11 @@ static __always_inline void caps_level(struct caps *c, const struct cgroup_limit
 		 * granted beyond it. */
 		__s64 target = state == TCPBUF_STATE_NORMAL && l->pressure_pages ?
 			       l->pressure_pages : l->max_pages;
-		__s64 share = headroom_share(target, used, n) - chunk;
+		__s64 share;
+
+		if (target == (__s64)l->max_pages)
+			target -= reserve;
+		share = headroom_share(target, used, n) - chunk;
 
 		snd = share > 0 ? unsent + share : 0;
 		/* Receive guard: a peer may send what the window promises,
@@ -150,15 +177,22 @@ static __always_inline void caps_level(struct caps *c, const struct cgroup_limit
 		 * recovers from only on its retransmission timer, backed off
 		 * to seconds by then. Far from max this is above what
 		 * autotuning reaches and changes nothing. */
-		rcv = rmem + headroom_share(l->max_pages, used, n);
+		rcv = rmem + headroom_share(l->max_pages - reserve, used, n);
 	}
 	if (state == TCPBUF_STATE_MAX) {
+		/* Writers to the minimum; receive buffers to what they hold:
+		 * a zero window. Not to the kernel's minimum, which would
+		 * advertise windows of a few hundred bytes, make peers split
+		 * every segment to fit, and fill their queues with the
+		 * overhead of the pieces. */
 		snd = 0;
-		rcv = 0;
+		rcv = rmem;
 	} else if (state == TCPBUF_STATE_PRESSURE) {
 		__s64 fair = pressure_fair_share(l, u);
 
-		rcv = min_s64(rcv, fair);
+		/* No socket grows past its fair share; one above it keeps
+		 * what it holds (its window closes) until it drains. */
+		rcv = min_s64(rcv, max_s64(max_s64(fair, rcvbuf_floor), rmem));
 		snd = min_s64(snd, max_s64(fair - chunk, buf_floor));
 	}
 	c->snd = min_s64(c->snd, snd);
@@ -199,8 +233,8 @@ static long caps_walk_level(__u64 i, void *ctx)
 		return 1;
 	l = bpf_map_lookup_elem(&cgroup_limits, &id);
 	if (l)
-		caps_level(&w->c, l, bpf_map_lookup_elem(&cgroup_usage, &id), w->unsent, w->rmem,
-			   w->chunk);
+		caps_level(&w->c, l, bpf_map_lookup_elem(&cgroup_usage, &id),
+			   sender_reserve_pages(id, l), w->unsent, w->rmem, w->chunk);
 	return 0;
 }
 
@@ -219,6 +253,44 @@ static __always_inline void caps_compute(struct sock *sk, const struct tcp_sock 
 	if (limits_present())
 		bpf_loop(TCPBUF_MAX_DEPTH, caps_walk_level, &w, 0);
 	*c = w.c;
+}
+
+static long senders_walk_level(__u64 i, void *ctx)
+{
+	__u64 *w = ctx, id, zero = 0;
+	__s64 *count;
+
+	if (!walk_level(&w[0], &id))
+		return 1;
+	count = bpf_map_lookup_elem(&cgroup_senders, &id);
+	if (!count && (__s64)w[1] > 0) {
+		bpf_map_update_elem(&cgroup_senders, &id, &zero, BPF_NOEXIST);
+		count = bpf_map_lookup_elem(&cgroup_senders, &id);
+	}
+	if (count)
+		__sync_fetch_and_add(count, (__s64)w[1]);
+	return 0;
+}
+
+/* Count the socket as a writer of its subtree (once), or stop counting it. */
+static __always_inline void sender_count(struct sock *sk, struct sock_enforce *se, bool on)
+{
+	__u64 w[2] = { (__u64)sk_cgroup(sk), on ? 1 : (__u64)-1 };
+
+	if (on == !!(se->flags & TCPBUF_SE_SENDER))
+		return;
+	if (on)
+		se->flags |= TCPBUF_SE_SENDER;
+	else
+		se->flags &= ~TCPBUF_SE_SENDER;
+	bpf_loop(TCPBUF_MAX_DEPTH, senders_walk_level, w, 0);
+}
+
+/* After caps: a socket of a limited subtree that has sent data counts. */
+static __always_inline void sender_update(struct sock *sk, const struct tcp_sock *tp,
+					  struct sock_enforce *se, const struct caps *c)
+{
+	sender_count(sk, se, c->limited && tp->bytes_sent > 0);
 }
 
 /* First sight of a socket: remember what its application chose itself. */

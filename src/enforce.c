@@ -389,6 +389,23 @@ static bool wanted_top(const struct enforce_cgroup *cgs, size_t n, uint64_t id)
 	return false;
 }
 
+/* Writer counts of cgroups whose writers are all gone (BPF never deletes
+ * entries, to avoid racing with a concurrent increment). */
+static void senders_prune(struct enforcer *e)
+{
+	int fd = bpf_map__fd(e->skel->maps.cgroup_senders);
+	__u64 key, next, *prev = NULL;
+	__s64 count;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		if (!bpf_map_lookup_elem(fd, &next, &count) && count <= 0 &&
+		    !bpf_map_delete_elem(fd, &next))
+			continue;	/* restart from the same predecessor */
+		key = next;
+		prev = &key;
+	}
+}
+
 int enforce_set_limited(struct enforcer *e, const struct enforce_cgroup *cgs, size_t n)
 {
 	struct tcpbuf_enforce_ctl ctl = { .limited_cgroups = n };
@@ -436,6 +453,7 @@ int enforce_set_limited(struct enforcer *e, const struct enforce_cgroup *cgs, si
 		return -errno;
 	if (limits_changed(e))
 		err = enforce_sweep(e) ?: err;
+	senders_prune(e);
 	return err;
 }
 

@@ -18,6 +18,7 @@
 
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define LIMIT_PAGES	4096		/* 16 MiB */
@@ -72,7 +73,11 @@ static void run(const struct scenario *s)
 		 ratio_daemon, failcnt, sent, rcvd);
 	EXPECT_LE(peak_pages(ps), (int64_t)(MAX_RATIO * LIMIT_PAGES));
 	EXPECT_LE(peak_daemon, (int64_t)(MAX_RATIO * LIMIT_PAGES));
-	EXPECT_LT(peak_max_gap_ms(ps), 25);
+	/* The sampler runs every 10 ms on a real-time thread; under CPU
+	 * emulation (TCPBUF_VM=tcg) nothing keeps that pace, and the daemon's
+	 * own peak_pages is the measure there. */
+	if (!getenv("TCPBUF_VM"))
+		EXPECT_LT(peak_max_gap_ms(ps), 25);
 	/* The load must have pushed: otherwise the bound proves nothing. */
 	EXPECT_GT(peak_daemon, LIMIT_PAGES / 2);
 
