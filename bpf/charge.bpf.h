@@ -69,34 +69,61 @@ static __always_inline bool limits_present(void)
 }
 
 /*
+ * Room kept back below max for the skb each writer of the subtree may start
+ * when its queue empties, whatever its sk_sndbuf (TCP forces memory for the
+ * first skb of an empty send queue): one 64 KiB skb per writer counted in
+ * cgroup_sockets, at most a quarter of max so a subtree of many writers
+ * still receives. Max is in effect reached that much earlier.
+ */
+static __always_inline __s64 sender_reserve_pages(__u64 id, const struct cgroup_limits *l)
+{
+	struct tcpbuf_cgroup_sockets *cs = bpf_map_lookup_elem(&cgroup_sockets, &id);
+	__s64 r = cs && cs->senders > 0 ? cs->senders * TCPBUF_SENDER_RESERVE_PAGES : 0;
+	__s64 quarter = l->max_pages >> 2;
+
+	return r < quarter ? r : quarter;
+}
+
+/* Max as ingress applies it: less the writers' reserve. Looked up only when
+ * usage is near enough for the reserve to matter. */
+static __always_inline __s64 max_effective(__u64 id, const struct cgroup_limits *l, __s64 now)
+{
+	__s64 max = l->max_pages;
+
+	if (now < max - (max >> 2) - (max >> 6) - 16)
+		return max;
+	return max - sender_reserve_pages(id, l);
+}
+
+/*
  * Where a cgroup at max leaves it. Refusal at ingress keeps usage within one
  * segment under max, so "back under max" needs a margin, or a cgroup held at
  * max would flap between max and pressure with every segment: the larger of
  * a 64 KiB segment and 1/64 of max.
  */
-static __always_inline __s64 max_exit_pages(__u64 max)
+static __always_inline __s64 max_exit_pages(__s64 max)
 {
-	__u64 margin = max / 64 > 16 ? max / 64 : 16;
+	__s64 margin = max >> 6 > 16 ? max >> 6 : 16;
 
-	return margin < max ? (__s64)(max - margin) : 0;
+	return margin < max ? max - margin : 0;
 }
 
 /*
  * The state a cgroup moves to from @old at usage @now, as net.ipv4.tcp_mem
  * behaves: pressure is entered at `pressure` and left only below `min` (the
- * hysteresis); max is entered at `max` (or when ingress refuses a segment
- * that would pass it) and left for pressure once usage is back under it by
- * the margin above. A threshold of 0 is not set. *@crossed gets the
- * threshold that decided a change.
+ * hysteresis); max is entered at @max, the effective max (or when ingress
+ * refuses a segment that would pass it) and left for pressure once usage is
+ * back under it by the margin above. A threshold of 0 is not set. *@crossed
+ * gets the threshold that decided a change.
  */
-static __always_inline __u32 cgroup_next_state(__u32 old, __s64 now,
+static __always_inline __u32 cgroup_next_state(__u32 old, __s64 now, __s64 max,
 					       const struct cgroup_limits *l, __u64 *crossed)
 {
-	__u64 max = l->max_pages, pressure = l->pressure_pages;
+	__u64 pressure = l->pressure_pages;
 	__u64 min = l->min_pages ? l->min_pages : pressure;
 
-	if (max && (now >= (__s64)max ||
-		    (old == TCPBUF_STATE_MAX && now >= max_exit_pages(max)))) {
+	if (max > 0 && (now >= max ||
+			(old == TCPBUF_STATE_MAX && now >= max_exit_pages(max)))) {
 		*crossed = max;
 		return TCPBUF_STATE_MAX;
 	}
@@ -129,7 +156,8 @@ static __always_inline void cgroup_state_update(__u64 id, struct cgroup_usage *u
 			__sync_bool_compare_and_swap(&usage->state, old, TCPBUF_STATE_NORMAL);
 		return;
 	}
-	new = cgroup_next_state(old, now, l, &crossed);
+	new = cgroup_next_state(old, now, l->max_pages ? max_effective(id, l, now) : 0, l,
+				&crossed);
 	if (new == old || !__sync_bool_compare_and_swap(&usage->state, old, new))
 		return;
 	if (old == TCPBUF_STATE_NORMAL)

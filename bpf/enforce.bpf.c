@@ -66,7 +66,7 @@ int enforce_sockops(struct bpf_sock_ops *skops)
 		/* Closed: no longer one of its subtree's writers. */
 		if (skops->args[1] == BPF_TCP_CLOSE && (tp = bpf_skc_to_tcp_sock(bsk)) &&
 		    (se = sock_enforce_get((struct sock *)tp, false)))
-			sender_count((struct sock *)tp, se, false);
+			socket_count((struct sock *)tp, se, false, false);
 		return 1;
 	}
 	if (skops->op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB &&
@@ -87,7 +87,7 @@ int enforce_sockops(struct bpf_sock_ops *skops)
 	else
 		notice_user_change(sk, se);
 	caps_apply(skops, sk, &c, se);
-	sender_update(sk, tp, se, &c);
+	socket_count_update(sk, tp, se, &c);
 	cb_flags_set(skops, c.limited);
 	return 1;
 }
@@ -156,8 +156,8 @@ static long ingress_walk_level(__u64 i, void *ctx)
 	u = bpf_map_lookup_elem(&cgroup_usage, &id);
 	if (!u || !l->max_pages)
 		return 0;
-	want = u->usage_pages + w->pages + sender_reserve_pages(id, l);
-	if (want > (__s64)l->max_pages) {
+	want = u->usage_pages + w->pages;
+	if (want > max_effective(id, l, want)) {
 		if (w->rmem == 0 && w->skb_pages <= 2)
 			return 0;	/* an empty queue always gets a small segment */
 		__sync_fetch_and_add(&u->failcnt, 1);
@@ -300,7 +300,7 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 	enforce_init(sk, se);
 	notice_user_change(sk, se);
 	caps_apply(sk, sk, &c, se);
-	sender_update(sk, tp, se, &c);
+	socket_count_update(sk, tp, se, &c);
 	/* Sockets that predate the limits get the per-segment callback too
 	 * (TCP_BPF_SOCK_OPS_CB_FLAGS, kernel >= 6.11; older ones: sweeps only). */
 	flags = tp->bpf_sock_ops_cb_flags;

@@ -53,14 +53,6 @@ struct sock_enforce_map {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sock_enforce SEC(".maps");
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, TCPBUF_MAX_CGROUPS);
-	__type(key, __u64);
-	__type(value, __s64);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} cgroup_senders SEC(".maps");
-
 #define CAP_NONE	((__s64)1 << 40)
 
 struct caps {
@@ -110,14 +102,23 @@ static __always_inline __s64 unsent_bytes(const struct sock *sk, const struct tc
  * settles inside the band and stays in pressure instead of flapping
  * between pressure and normal.
  */
-static __always_inline __s64 pressure_fair_share(const struct cgroup_limits *l,
-						 const struct cgroup_usage *u)
+static __always_inline __s64 pressure_fair_share(const struct cgroup_limits *l, __s64 n)
 {
-	__s64 n = u && u->sockets > 0 ? u->sockets : 1;
 	__u64 band = l->min_pages && l->min_pages < l->pressure_pages ?
 		     (l->min_pages + l->pressure_pages) / 2 : l->pressure_pages;
 
-	return max_s64(band * TCPBUF_PAGE_SIZE / (__u64)n, buf_floor);
+	return max_s64(band * TCPBUF_PAGE_SIZE / (__u64)(n > 0 ? n : 1), buf_floor);
+}
+
+/* The sockets shares are divided among: the subtree's established sockets
+ * (cgroup_sockets), or while those are not counted yet (limits just set,
+ * no sweep yet), the sockets holding memory. */
+static __always_inline __s64 subtree_sockets(const struct cgroup_usage *u,
+					     const struct tcpbuf_cgroup_sockets *cs)
+{
+	__s64 held = u ? u->sockets : 0;
+
+	return cs && cs->sockets > held ? cs->sockets : held;
 }
 
 /* This socket's share of the headroom between @used and @target pages,
@@ -129,25 +130,13 @@ static __always_inline __s64 headroom_share(__s64 target, __s64 used, __s64 n)
 	return room > 0 ? (__s64)((__u64)room / (__u64)(n > 0 ? n + 1 : 1)) : 0;
 }
 
-/*
- * Room kept back below max for the skb each writer of the subtree may start
- * when its queue empties, whatever its sk_sndbuf (see cgroup_senders); at
- * most a quarter of max, so a subtree of many writers still receives.
- */
-static __always_inline __s64 sender_reserve_pages(__u64 id, const struct cgroup_limits *l)
-{
-	__s64 *senders = bpf_map_lookup_elem(&cgroup_senders, &id);
-	__s64 r = senders && *senders > 0 ? *senders * TCPBUF_SENDER_RESERVE_PAGES : 0;
-
-	return min_s64(r, l->max_pages / 4);
-}
-
 /* The caps one limited ancestor imposes. */
 static __always_inline void caps_level(struct caps *c, const struct cgroup_limits *l,
-				       const struct cgroup_usage *u, __s64 reserve, __s64 unsent,
-				       __s64 rmem, __s64 chunk)
+				       const struct cgroup_usage *u,
+				       const struct tcpbuf_cgroup_sockets *cs, __s64 reserve,
+				       __s64 unsent, __s64 rmem, __s64 chunk)
 {
-	__s64 used = u ? u->usage_pages : 0, n = u ? u->sockets : 0;
+	__s64 used = u ? u->usage_pages : 0, n = subtree_sockets(u, cs);
 	__u32 state = u ? u->state : TCPBUF_STATE_NORMAL;
 	__s64 snd = CAP_NONE, rcv = CAP_NONE;
 
@@ -184,15 +173,20 @@ static __always_inline void caps_level(struct caps *c, const struct cgroup_limit
 		 * a zero window. Not to the kernel's minimum, which would
 		 * advertise windows of a few hundred bytes, make peers split
 		 * every segment to fit, and fill their queues with the
-		 * overhead of the pieces. */
+		 * overhead of the pieces. Two pages above what they hold:
+		 * SO_RCVBUF halves and doubles, and a buffer even a byte
+		 * under sk_rmem_alloc makes TCP prune (copy) the whole queue
+		 * at every segment that comes in. */
 		snd = 0;
-		rcv = rmem;
+		rcv = rmem + 2 * TCPBUF_PAGE_SIZE;
 	} else if (state == TCPBUF_STATE_PRESSURE) {
-		__s64 fair = pressure_fair_share(l, u);
+		__s64 fair = pressure_fair_share(l, n);
 
-		/* No socket grows past its fair share; one above it keeps
-		 * what it holds (its window closes) until it drains. */
-		rcv = min_s64(rcv, max_s64(max_s64(fair, rcvbuf_floor), rmem));
+		/* No socket grows past its fair share: one above it gets a
+		 * closed window until it has drained below the share (its
+		 * reader frees room the peer may not refill), which is what
+		 * brings usage back under pressure. */
+		rcv = min_s64(rcv, max_s64(fair, rcvbuf_floor));
 		snd = min_s64(snd, max_s64(fair - chunk, buf_floor));
 	}
 	c->snd = min_s64(c->snd, snd);
@@ -234,6 +228,7 @@ static long caps_walk_level(__u64 i, void *ctx)
 	l = bpf_map_lookup_elem(&cgroup_limits, &id);
 	if (l)
 		caps_level(&w->c, l, bpf_map_lookup_elem(&cgroup_usage, &id),
+			   bpf_map_lookup_elem(&cgroup_sockets, &id),
 			   sender_reserve_pages(id, l), w->unsent, w->rmem, w->chunk);
 	return 0;
 }
@@ -255,42 +250,60 @@ static __always_inline void caps_compute(struct sock *sk, const struct tcp_sock 
 	*c = w.c;
 }
 
-static long senders_walk_level(__u64 i, void *ctx)
-{
-	__u64 *w = ctx, id, zero = 0;
-	__s64 *count;
+struct count_walk {
+	__u64 cg;
+	__s64 sockets, senders;
+};
 
-	if (!walk_level(&w[0], &id))
+static long count_walk_level(__u64 i, void *ctx)
+{
+	struct tcpbuf_cgroup_sockets *cs, zero = {};
+	struct count_walk *w = ctx;
+	__u64 id;
+
+	if (!walk_level(&w->cg, &id))
 		return 1;
-	count = bpf_map_lookup_elem(&cgroup_senders, &id);
-	if (!count && (__s64)w[1] > 0) {
-		bpf_map_update_elem(&cgroup_senders, &id, &zero, BPF_NOEXIST);
-		count = bpf_map_lookup_elem(&cgroup_senders, &id);
+	cs = bpf_map_lookup_elem(&cgroup_sockets, &id);
+	if (!cs && (w->sockets > 0 || w->senders > 0)) {
+		bpf_map_update_elem(&cgroup_sockets, &id, &zero, BPF_NOEXIST);
+		cs = bpf_map_lookup_elem(&cgroup_sockets, &id);
 	}
-	if (count)
-		__sync_fetch_and_add(count, (__s64)w[1]);
+	if (!cs)
+		return 0;
+	if (w->sockets)
+		__sync_fetch_and_add(&cs->sockets, w->sockets);
+	if (w->senders)
+		__sync_fetch_and_add(&cs->senders, w->senders);
 	return 0;
 }
 
-/* Count the socket as a writer of its subtree (once), or stop counting it. */
-static __always_inline void sender_count(struct sock *sk, struct sock_enforce *se, bool on)
+/*
+ * Count the socket in its subtree (@counted) and as one of its writers
+ * (@sender), or stop counting it; the flags remember what was counted, so
+ * each is added and removed once.
+ */
+static __always_inline void socket_count(struct sock *sk, struct sock_enforce *se, bool counted,
+					 bool sender)
 {
-	__u64 w[2] = { (__u64)sk_cgroup(sk), on ? 1 : (__u64)-1 };
+	struct count_walk w = { .cg = (__u64)sk_cgroup(sk) };
 
-	if (on == !!(se->flags & TCPBUF_SE_SENDER))
-		return;
-	if (on)
-		se->flags |= TCPBUF_SE_SENDER;
-	else
-		se->flags &= ~TCPBUF_SE_SENDER;
-	bpf_loop(TCPBUF_MAX_DEPTH, senders_walk_level, w, 0);
+	if (counted != !!(se->flags & TCPBUF_SE_COUNTED)) {
+		w.sockets = counted ? 1 : -1;
+		se->flags ^= TCPBUF_SE_COUNTED;
+	}
+	if (sender != !!(se->flags & TCPBUF_SE_SENDER)) {
+		w.senders = sender ? 1 : -1;
+		se->flags ^= TCPBUF_SE_SENDER;
+	}
+	if (w.sockets || w.senders)
+		bpf_loop(TCPBUF_MAX_DEPTH, count_walk_level, &w, 0);
 }
 
-/* After caps: a socket of a limited subtree that has sent data counts. */
-static __always_inline void sender_update(struct sock *sk, const struct tcp_sock *tp,
-					  struct sock_enforce *se, const struct caps *c)
+/* After caps: a socket of a limited subtree counts; a writer once it sent. */
+static __always_inline void socket_count_update(struct sock *sk, const struct tcp_sock *tp,
+						struct sock_enforce *se, const struct caps *c)
 {
-	sender_count(sk, se, c->limited && tp->bytes_sent > 0);
+	socket_count(sk, se, c->limited, c->limited && tp->bytes_sent > 0);
 }
 
 /* First sight of a socket: remember what its application chose itself. */

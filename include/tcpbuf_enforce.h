@@ -31,19 +31,28 @@ struct tcpbuf_state_event {
 };
 
 /*
- * Map "cgroup_senders" (hash, key: cgroup id, value: __s64): sockets of
- * limited subtrees that have sent data, counted at every ancestor level.
- * Each may start one skb past any sk_sndbuf once its queue empties
- * (TCP forces memory for the first skb of an empty queue), so that much
- * room is kept back from what ingress admits.
+ * Map "cgroup_sockets" (hash, key: cgroup id): the established sockets of
+ * limited subtrees, counted at every ancestor level, maintained from
+ * sock_ops (established, closed) and the sweep.
+ *  - sockets: fair shares and headroom shares are divided among them (all
+ *    of them, idle ones too: an idle socket may start writing any time);
+ *  - senders: those that have sent data. Each may start one skb past any
+ *    sk_sndbuf once its queue empties (TCP forces memory for the first skb
+ *    of an empty send queue), so that much room is kept below max.
  */
+struct tcpbuf_cgroup_sockets {
+	__s64 sockets;
+	__s64 senders;
+};
+
 #define TCPBUF_SENDER_RESERVE_PAGES	17	/* a 64 KiB skb and its overhead */
 
 /* sock_enforce.flags */
 #define TCPBUF_SE_LIMITED	1	/* the socket has an ancestor with limits */
 #define TCPBUF_SE_SNDBUF_SET	2	/* sk_sndbuf is ours (set by tcpbufd) */
 #define TCPBUF_SE_RCVBUF_SET	4	/* sk_rcvbuf is ours */
-#define TCPBUF_SE_SENDER	8	/* counted in cgroup_senders */
+#define TCPBUF_SE_COUNTED	8	/* counted in cgroup_sockets.sockets */
+#define TCPBUF_SE_SENDER	16	/* counted in cgroup_sockets.senders */
 
 /* The kernel's sk_userlocks bits (include/net/sock.h). */
 #define TCPBUF_SNDBUF_LOCK	1

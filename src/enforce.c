@@ -389,16 +389,16 @@ static bool wanted_top(const struct enforce_cgroup *cgs, size_t n, uint64_t id)
 	return false;
 }
 
-/* Writer counts of cgroups whose writers are all gone (BPF never deletes
+/* Socket counts of cgroups whose sockets are all gone (BPF never deletes
  * entries, to avoid racing with a concurrent increment). */
-static void senders_prune(struct enforcer *e)
+static void sockets_prune(struct enforcer *e)
 {
-	int fd = bpf_map__fd(e->skel->maps.cgroup_senders);
+	int fd = bpf_map__fd(e->skel->maps.cgroup_sockets);
+	struct tcpbuf_cgroup_sockets cs;
 	__u64 key, next, *prev = NULL;
-	__s64 count;
 
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		if (!bpf_map_lookup_elem(fd, &next, &count) && count <= 0 &&
+		if (!bpf_map_lookup_elem(fd, &next, &cs) && cs.sockets <= 0 && cs.senders <= 0 &&
 		    !bpf_map_delete_elem(fd, &next))
 			continue;	/* restart from the same predecessor */
 		key = next;
@@ -453,7 +453,7 @@ int enforce_set_limited(struct enforcer *e, const struct enforce_cgroup *cgs, si
 		return -errno;
 	if (limits_changed(e))
 		err = enforce_sweep(e) ?: err;
-	senders_prune(e);
+	sockets_prune(e);
 	return err;
 }
 

@@ -184,6 +184,28 @@ static int v1_join(const char *dir)
 	return fclose(f) ? -1 : 0;
 }
 
+static uint16_t sock_port(int fd, int peer)
+{
+	struct sockaddr_storage a;
+	socklen_t len = sizeof(a);
+
+	if ((peer ? getpeername : getsockname)(fd, (struct sockaddr *)&a, &len))
+		return 0;
+	return a.ss_family == AF_INET6 ? ntohs(((struct sockaddr_in6 *)&a)->sin6_port)
+				       : ntohs(((struct sockaddr_in *)&a)->sin_port);
+}
+
+/* The connection whose sending end is the peer of accepted socket fd. */
+static int conn_of(struct xconn *c, int n, int fd)
+{
+	uint16_t port = sock_port(fd, 1);
+
+	for (int i = 0; i < n; i++)
+		if (sock_port(c[i].snd, 0) == port)
+			return i;
+	return -1;
+}
+
 static void xchild(const struct xload_opts *o, int cmd, int rep)
 {
 	struct sockaddr_storage ss = {};
@@ -217,7 +239,7 @@ static void xchild(const struct xload_opts *o, int cmd, int rep)
 	/* Connect everything from the sending side first, then accept from the
 	 * receiving side: cgroup v2 gives accepted sockets the listener's
 	 * cgroup, but memcg (v1 kmem.tcp) charges them to the accepting task. */
-	if (o->v1_memcg && v1_join("/sys/fs/cgroup/memory"))
+	if (o->v1_memcg && o->tx_cgroup && v1_join("/sys/fs/cgroup/memory"))
 		_exit(2);
 	if (cg_enter(o->tx_cgroup ? o->tx_cgroup : o->rx_cgroup))
 		_exit(2);
@@ -230,11 +252,18 @@ static void xchild(const struct xload_opts *o, int cmd, int rep)
 	}
 	if ((o->v1_memcg && v1_join(o->v1_memcg)) || cg_enter(o->rx_cgroup))
 		_exit(2);
-	for (int i = 0; i < o->nconn; i++) {
-		c[i].rcv = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-		if (c[i].rcv < 0)
+	/* accept() returns connections in the order their handshakes
+	 * completed, not the order of connect(): pair them by port. */
+	for (int n = 0; n < o->nconn; n++) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC), i;
+
+		if (fd < 0)
 			_exit(2);
-		fcntl(c[i].rcv, F_SETFL, O_NONBLOCK);
+		i = conn_of(c, o->nconn, fd);
+		if (i < 0 || c[i].rcv)
+			_exit(2);
+		c[i].rcv = fd;
+		fcntl(fd, F_SETFL, O_NONBLOCK);
 	}
 	if (o->tx_cgroup && cg_enter(o->tx_cgroup))
 		_exit(2);
@@ -356,6 +385,10 @@ struct xload *xload_start(const struct xload_opts *o)
 	return l;
 }
 
+/* The generator answers between two rounds over its connections; under CPU
+ * emulation a round can take seconds. */
+#define XCMD_TIMEOUT_MS 30000
+
 static int xcmd(struct xload *l, char *reply, size_t len, int timeout_ms, const char *fmt, ...)
 {
 	char line[128];
@@ -375,21 +408,21 @@ int xload_set_mode(struct xload *l, enum xload_mode mode, int trickle)
 {
 	char r[64];
 
-	return xcmd(l, r, sizeof(r), 5000, "mode %d %d", mode, trickle) || strcmp(r, "ok") ? -1 : 0;
+	return xcmd(l, r, sizeof(r), XCMD_TIMEOUT_MS, "mode %d %d", mode, trickle) || strcmp(r, "ok") ? -1 : 0;
 }
 
 int xload_quiesce(struct xload *l)
 {
 	char r[64];
 
-	return xcmd(l, r, sizeof(r), 5000, "quiesce") || strcmp(r, "ok") ? -1 : 0;
+	return xcmd(l, r, sizeof(r), XCMD_TIMEOUT_MS, "quiesce") || strcmp(r, "ok") ? -1 : 0;
 }
 
 int xload_stats(struct xload *l, uint64_t *sent, uint64_t *received)
 {
 	char r[128];
 
-	if (xcmd(l, r, sizeof(r), 5000, "stats") ||
+	if (xcmd(l, r, sizeof(r), XCMD_TIMEOUT_MS, "stats") ||
 	    sscanf(r, "stats %" SCNu64 " %" SCNu64, sent, received) != 2)
 		return -1;
 	return 0;
@@ -623,6 +656,13 @@ void peak_free(struct peak_sampler *p)
 	free(p->series);
 	free(p->path);
 	free(p);
+}
+
+int under_emulation(void)
+{
+	const char *vm = getenv("TCPBUF_VM");
+
+	return vm && strcmp(vm, "kvm");
 }
 
 /* --------------------------------------------------------------- daemon */

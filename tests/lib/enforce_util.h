@@ -38,8 +38,9 @@ struct xload_opts {
 	int trickle;		/* bytes per 100 ms per connection in XL_TRICKLE */
 	int family;		/* AF_INET (default) or AF_INET6 */
 	int idle;		/* senders send nothing: connections only */
-	const char *v1_memcg;	/* also join this cgroup v1 memory directory for the
-				 * receiving ends (the bench's in-kernel reference) */
+	const char *v1_memcg;	/* also join this cgroup v1 memory directory (the
+				 * bench's in-kernel reference): the receiving ends,
+				 * and the sending ends when tx_cgroup is NULL */
 };
 
 struct xload;
@@ -89,6 +90,10 @@ uint64_t peak_pages(const struct peak_sampler *p);
 double peak_max_gap_ms(const struct peak_sampler *p);
 size_t peak_series(const struct peak_sampler *p, const struct peak_sample **out);
 void peak_free(struct peak_sampler *p);
+
+/* 1 under CPU emulation (a VM guest with TCPBUF_VM=tcg): everything is 5-20x
+ * slower, and every cycle a neighbour spends is taken from the measured load. */
+int under_emulation(void);
 
 /* -------------------------------------------------------------- daemon */
 
