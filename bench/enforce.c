@@ -1,0 +1,363 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * bench/enforce.c: how well a limit holds, tcpbufd against the kernel's own
+ * cgroup v1 memory.kmem.tcp limit, under the same loads measured the same
+ * way. Built and run by bench/enforce (see there for options).
+ *
+ * Loads (N connections over loopback, default 64, limit default 16 MiB):
+ *   stalled  both ends in the cgroup, receivers never read
+ *   warm     both ends in the cgroup, receivers read for a second (buffers
+ *            autotune to megabytes), then stop
+ *   rxonly   only the receiving ends in the cgroup (writers elsewhere),
+ *            receivers read for a second, then stop
+ * For each, both systems:
+ *   tcpbufd   a v2 cgroup with Limit=<limit> (max = limit, pressure 3/4,
+ *             min 1/2) through a drop-in, in the daemon's configured mode
+ *   kmem.tcp  a v1 memory cgroup with memory.kmem.tcp.limit_in_bytes =
+ *             <limit> (and an unlimited v2 cgroup, for sock_diag)
+ * Measured per run:
+ *   peak/max  sock_diag every 10 ms over the cgroup's sockets (the same
+ *             oracle for both), and the system's own peak counter (the
+ *             daemon's peak_pages; kmem.tcp.max_usage_in_bytes)
+ *   refused   failcnt (tcpbufd: segments refused at ingress; kmem.tcp:
+ *             its failcnt)
+ *   reaction  tcpbufd only: from the charge that crossed a threshold (BPF
+ *             clock) to caps applied on every existing socket (end of the
+ *             sweep), as the daemon logs it for each state change
+ *   drain     from "receivers read again" to every byte received, checked
+ *             against the pattern
+ * Rounds alternate the order of the two systems.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "enforce_util.h"
+#include "harness.h"
+#include "skmem.h"
+
+#define V1_ROOT "/sys/fs/cgroup/memory"
+
+static int nconn = 64, rounds = 3, warm_ms = 1000, stall_ms = 3000;
+static int64_t limit_pages = 4096;
+static int do_v1 = 1, do_tcpbufd = 1;
+
+enum load { STALLED, WARM, RXONLY, NLOADS };
+static const char *const load_names[] = { "stalled", "warm", "rxonly" };
+enum sys { TCPBUFD, KMEM, NSYS };
+
+struct result {
+	double peak_oracle, peak_own;	/* / max */
+	double refused;
+	double drain_s;
+	int intact;
+	double *reaction;		/* ms, tcpbufd */
+	size_t n_reaction;
+};
+
+static struct result results[NLOADS][NSYS][16];
+
+/* ------------------------------------------------------------ v1 memcg */
+
+static int64_t v1_read(const char *dir, const char *file)
+{
+	char path[512];
+	long long v = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	if (fscanf(f, "%lld", &v) != 1)
+		v = -1;
+	fclose(f);
+	return v;
+}
+
+static int v1_write(const char *dir, const char *file, const char *val)
+{
+	char path[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, file);
+	f = fopen(path, "we");
+	if (!f)
+		return -1;
+	fputs(val, f);
+	return fclose(f) ? -1 : 0;
+}
+
+struct v1_sampler {
+	pthread_t thread;
+	const char *dir;
+	volatile int stop;
+	int64_t peak;
+};
+
+static void *v1_sample(void *arg)
+{
+	struct v1_sampler *s = arg;
+	struct sched_param sp = { .sched_priority = 10 };
+
+	pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+	while (!s->stop) {
+		int64_t v = v1_read(s->dir, "memory.kmem.tcp.usage_in_bytes");
+
+		if (v > s->peak)
+			s->peak = v;
+		msleep(10);
+	}
+	return NULL;
+}
+
+static void v1_remove(void *arg)
+{
+	const char *dir = arg;
+
+	for (int i = 0; i < 50 && rmdir(dir) && errno == EBUSY; i++)
+		msleep(100);
+}
+
+/* ----------------------------------------------------------- one run */
+
+static double daemon_log_mark(void)
+{
+	struct stat st;
+
+	return stat(daemon_log_path(), &st) ? 0 : (double)st.st_size;
+}
+
+/* "caps applied X ms after the crossing" lines of cgroup rel after offset. */
+static void reactions(const char *rel, double offset, struct result *r)
+{
+	FILE *f = fopen(daemon_log_path(), "re");
+	char line[1024], needle[256];
+	double ms;
+
+	if (!f)
+		return;
+	snprintf(needle, sizeof(needle), "%s: ", rel);
+	fseek(f, (long)offset, SEEK_SET);
+	while (fgets(line, sizeof(line), f)) {
+		char *p = strstr(line, "caps applied ");
+
+		if (!strstr(line, needle) || !p || sscanf(p, "caps applied %lf ms", &ms) != 1)
+			continue;
+		r->reaction = realloc(r->reaction, (r->n_reaction + 1) * sizeof(*r->reaction));
+		r->reaction[r->n_reaction++] = ms;
+	}
+	fclose(f);
+}
+
+static void run_load(enum load load, enum sys sys, int round, struct result *r)
+{
+	char name[64], v1dir[256], msg[256];
+	const char *cg, *tx = NULL;
+	struct v1_sampler v1s = {};
+	struct peak_sampler *ps;
+	struct xload *l;
+	double mark = 0, t;
+	char *rel;
+
+	snprintf(name, sizeof(name), "%s-%s-%d", load_names[load], sys == TCPBUFD ? "t" : "k",
+		 round);
+	cg = cg_create(name);
+	rel = cg_rel(cg);
+	if (load == RXONLY)
+		tx = cg_create("writers");
+	if (sys == TCPBUFD) {
+		limits_write(cg, limit_pages, 0, 0, 0);
+		if (daemon_reload_until(cg, limit_pages, 10000))
+			test_abort();
+		mark = daemon_log_mark();
+	} else {
+		char val[32];
+
+		snprintf(v1dir, sizeof(v1dir), V1_ROOT "/tcpbuf-bench-%d-%s", (int)getpid(), name);
+		if (mkdir(v1dir, 0755) && errno != EEXIST) {
+			fprintf(stderr, "bench: %s: %s\n", v1dir, strerror(errno));
+			test_abort();
+		}
+		test_defer(v1_remove, strdup(v1dir));
+		snprintf(val, sizeof(val), "%" PRId64, limit_pages * 4096);
+		/* Accounting starts only once a limit is written. */
+		if (v1_write(v1dir, "memory.kmem.tcp.limit_in_bytes", val)) {
+			fprintf(stderr, "bench: cannot set the kmem.tcp limit: %s\n", strerror(errno));
+			test_abort();
+		}
+		v1s.dir = v1dir;
+		pthread_create(&v1s.thread, NULL, v1_sample, &v1s);
+	}
+
+	ps = peak_start(cg, 10);
+	l = xload_start(&(struct xload_opts){ .rx_cgroup = cg, .tx_cgroup = tx, .nconn = nconn,
+					       .mode = load == STALLED ? XL_STALL : XL_READ,
+					       .v1_memcg = sys == KMEM ? v1dir : NULL });
+	if (!l)
+		test_abort();
+	if (load != STALLED) {
+		msleep(warm_ms);
+		xload_set_mode(l, XL_STALL, 0);
+	}
+	msleep(stall_ms);
+	peak_stop(ps);
+	r->peak_oracle = (double)peak_pages(ps) / limit_pages;
+	if (sys == TCPBUFD) {
+		r->peak_own = (double)status_field(cg, "peak_pages") / limit_pages;
+		r->refused = status_field(cg, "failcnt");
+	} else {
+		int64_t max_usage;
+
+		v1s.stop = 1;
+		pthread_join(v1s.thread, NULL);
+		max_usage = v1_read(v1dir, "memory.kmem.tcp.max_usage_in_bytes");
+		if (v1s.peak > max_usage)
+			max_usage = v1s.peak;
+		r->peak_own = (double)max_usage / 4096 / limit_pages;
+		r->refused = v1_read(v1dir, "memory.kmem.tcp.failcnt");
+	}
+	t = now_sec();
+	r->intact = !xload_finish(l, 120000, msg, sizeof(msg));
+	r->drain_s = now_sec() - t;
+	if (!r->intact)
+		fprintf(stderr, "bench: %s: %s\n", name, msg);
+	xload_close(l);
+	peak_free(ps);
+	if (sys == TCPBUFD) {
+		reactions(rel, mark, r);
+		limits_remove(cg);
+		daemon_signal(SIGHUP);
+	}
+	printf("  %-8s %-9s round %d: peak %.3f x max (sock_diag), %.3f (own); refused %.0f; "
+	       "drain %.2f s%s\n", load_names[load], sys == TCPBUFD ? "tcpbufd" : "kmem.tcp",
+	       round, r->peak_oracle, r->peak_own, r->refused, r->drain_s,
+	       r->intact ? "" : " (NOT INTACT)");
+	fflush(stdout);
+	free(rel);
+}
+
+/* ------------------------------------------------------------- report */
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double pct(double *v, size_t n, double p)
+{
+	if (!n)
+		return -1;
+	qsort(v, n, sizeof(*v), cmp_double);
+	return v[(size_t)(p * (n - 1) + 0.5)];
+}
+
+static void report(void)
+{
+	printf("\n%-8s %-9s %-22s %-22s %-9s %-26s %s\n", "load", "system",
+	       "peak/max sock_diag", "peak/max own counter", "refused", "reaction ms med/p90/max",
+	       "drain s");
+	for (int ld = 0; ld < NLOADS; ld++) {
+		for (int s = 0; s < NSYS; s++) {
+			double a[16], b[16], c[16], d[16], *rx = NULL;
+			size_t nrx = 0;
+			char react[64] = "-", col1[32], col2[32];
+			int intact = 1;
+
+			if ((s == TCPBUFD && !do_tcpbufd) || (s == KMEM && !do_v1))
+				continue;
+			for (int r = 0; r < rounds; r++) {
+				struct result *x = &results[ld][s][r];
+
+				a[r] = x->peak_oracle;
+				b[r] = x->peak_own;
+				c[r] = x->refused;
+				d[r] = x->drain_s;
+				intact &= x->intact;
+				for (size_t i = 0; i < x->n_reaction; i++) {
+					rx = realloc(rx, (nrx + 1) * sizeof(*rx));
+					rx[nrx++] = x->reaction[i];
+				}
+			}
+			if (nrx)
+				snprintf(react, sizeof(react), "%.2f/%.2f/%.2f (n=%zu)",
+					 pct(rx, nrx, 0.5), pct(rx, nrx, 0.9), pct(rx, nrx, 1.0), nrx);
+			snprintf(col1, sizeof(col1), "%.3f (max %.3f)", pct(a, rounds, 0.5),
+				 pct(a, rounds, 1.0));
+			snprintf(col2, sizeof(col2), "%.3f (max %.3f)", pct(b, rounds, 0.5),
+				 pct(b, rounds, 1.0));
+			printf("%-8s %-9s %-22s %-22s %-9.0f %-26s %.2f%s\n", load_names[ld],
+			       s == TCPBUFD ? "tcpbufd" : "kmem.tcp", col1, col2, pct(c, rounds, 0.5),
+			       react, pct(d, rounds, 0.5), intact ? "" : " NOT INTACT");
+			free(rx);
+		}
+	}
+	printf("\nmedian (max) over %d rounds; %d connections, limit %" PRId64 " pages (%" PRId64
+	       " MiB), tcpbufd in %s mode; peaks relative to max = the limit\n", rounds, nconn,
+	       limit_pages, limit_pages / 256, tcpbufd_mode());
+}
+
+static void usage(void)
+{
+	fprintf(stderr, "usage: enforce [-n CONNS] [-l LIMIT_MIB] [-r ROUNDS] [-w WARM_MS] "
+			"[-s STALL_MS] [--no-v1] [--no-tcpbufd]\n");
+	exit(2);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "no-v1", no_argument, NULL, 1 },
+		{ "no-tcpbufd", no_argument, NULL, 2 },
+		{}
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "n:l:r:w:s:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'n': nconn = atoi(optarg); break;
+		case 'l': limit_pages = atoll(optarg) * 256; break;
+		case 'r': rounds = atoi(optarg); break;
+		case 'w': warm_ms = atoi(optarg); break;
+		case 's': stall_ms = atoi(optarg); break;
+		case 1: do_v1 = 0; break;
+		case 2: do_tcpbufd = 0; break;
+		default: usage();
+		}
+	}
+	if (rounds < 1 || rounds > 16 || nconn < 1 || limit_pages < 256)
+		usage();
+	test_init();
+	if (do_v1 && access(V1_ROOT "/memory.kmem.tcp.limit_in_bytes", F_OK)) {
+		printf("no cgroup v1 memory controller with kmem.tcp at " V1_ROOT ": kmem.tcp skipped\n");
+		do_v1 = 0;
+	}
+	enforce_config(1000);
+	if (do_tcpbufd && daemon_start(""))
+		return 1;
+	for (int r = 0; r < rounds; r++)
+		for (int ld = 0; ld < NLOADS; ld++)
+			for (int k = 0; k < NSYS; k++) {
+				/* Alternate which system goes first. */
+				enum sys s = (r + ld) % 2 ? (enum sys)(NSYS - 1 - k) : (enum sys)k;
+
+				if ((s == TCPBUFD && !do_tcpbufd) || (s == KMEM && !do_v1))
+					continue;
+				run_load(ld, s, r, &results[ld][s][r]);
+			}
+	report();
+	if (do_tcpbufd)
+		daemon_stop();
+	return test_done();
+}
