@@ -14,11 +14,14 @@
  * reads, the sender writes until its buffer is full).
  * Prints "ready sockets=N" once all are open, then waits for SIGTERM/SIGINT
  * and closes everything with RST (SO_LINGER 0: no TIME_WAIT left behind).
- * Raises RLIMIT_NOFILE itself.
+ * Raises RLIMIT_NOFILE itself; where the hard limit stays (no
+ * CAP_SYS_RESOURCE), worker processes hold the sockets in shares.
  */
 #include "common.h"
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/wait.h>
 
 #define PAIRS_PER_LISTENER 10000	/* well below the ephemeral port range */
 
@@ -53,14 +56,60 @@ static void usage(FILE *f)
 		   "each (stalled receivers).\n");
 }
 
-int main(int argc, char **argv)
+/* The pairs [first, last) of the global numbering, pair i in the cgroup whose
+ * even share of the npairs contains i. Returns how many were made. */
+static size_t open_pairs(int *fds, size_t first, size_t last, size_t npairs,
+			 const char **cgs, size_t ncg, int queue)
 {
-	size_t nsock = 0, npairs, ncg = 0, ngen = 0, i, k = 0, made = 0;
-	const char **cgs = calloc(argc, sizeof(*cgs));
-	int c, queue = 0, filling = 0, *fds, lfd = -1, since_listen = 0;
-	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
 	struct sockaddr_storage addr;
 	socklen_t alen;
+	size_t i, made = 0, k = 0, cur = (size_t)-1;
+	int lfd = -1, since_listen = 0;
+
+	for (i = first; i < last && !stop; i++, made++) {
+		/* cgroup k holds pairs [k * npairs / ncg, (k + 1) * npairs / ncg) */
+		while (ncg && (k + 1) * npairs / ncg <= i)
+			k++;
+		if (ncg && k != cur) {
+			cg_join(cgs[k]);
+			cur = k;
+			if (lfd >= 0)
+				close(lfd);	/* a listener of the cgroup's own */
+			lfd = -1;
+		}
+		if (lfd < 0 || since_listen == PAIRS_PER_LISTENER) {
+			if (lfd >= 0)
+				close(lfd);
+			lfd = listen_loopback(0, 4096, &addr, &alen);
+			since_listen = 0;
+		}
+		connect_pair(lfd, &addr, alen, &fds[2 * made], &fds[2 * made + 1]);
+		if (queue && send(fds[2 * made], "x", 1, 0) != 1)
+			die("send");
+		since_listen++;
+	}
+	if (lfd >= 0)
+		close(lfd);
+	return made;
+}
+
+static void close_all(int *fds, size_t n)
+{
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		setsockopt(fds[i], SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+		close(fds[i]);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	size_t nsock = 0, npairs, ncg = 0, ngen = 0, i, made = 0, per_proc, nworkers, w;
+	const char **cgs = calloc(argc, sizeof(*cgs));
+	int c, queue = 0, filling = 0, *fds, report[2];
+	pid_t *workers;
 	struct rlimit rl;
 
 	while ((c = getopt(argc, argv, "n:c:g:qfh")) != -1) {
@@ -92,59 +141,86 @@ int main(int argc, char **argv)
 		ncg = ngen;
 	}
 	npairs = nsock / 2;
-	rl.rlim_cur = rl.rlim_max = nsock + 1024;
-	if (setrlimit(RLIMIT_NOFILE, &rl))
-		die("raise RLIMIT_NOFILE to %zu", nsock + 1024);
 	signal(SIGTERM, on_signal);
 	signal(SIGINT, on_signal);
 	signal(SIGPIPE, SIG_IGN);
-	fds = calloc(2 * npairs, sizeof(*fds));
-	if (!fds)
-		die("calloc");
 
-	for (k = 0; k < (ncg ? ncg : 1) && !stop; k++) {
-		/* pairs for cgroup k: an even share, the remainder to the first ones */
-		size_t share = ncg ? npairs / ncg + (k < npairs % ncg) : npairs;
+	/* As many descriptors as allowed; where the hard limit cannot be raised
+	 * (no CAP_SYS_RESOURCE), worker processes hold a share each. */
+	rl.rlim_cur = rl.rlim_max = nsock + 1024;
+	if (setrlimit(RLIMIT_NOFILE, &rl)) {
+		if (getrlimit(RLIMIT_NOFILE, &rl))
+			die("getrlimit");
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+	per_proc = rl.rlim_cur > 2048 ? (rl.rlim_cur - 1024) / 2 : 512;
+	if (npairs <= per_proc) {
+		fds = calloc(2 * npairs, sizeof(*fds));
+		if (!fds)
+			die("calloc");
+		made = open_pairs(fds, 0, npairs, npairs, cgs, ncg, queue);
+		if (filling) {
+			size_t bytes = 0;
+			int pass;
 
-		if (!share)
-			continue;
-		if (ncg)
-			cg_join(cgs[k]);
-		for (i = 0; i < share && !stop; i++) {
-			if (lfd < 0 || since_listen == PAIRS_PER_LISTENER) {
-				if (lfd >= 0)
-					close(lfd);
-				lfd = listen_loopback(0, 4096, &addr, &alen);
-				since_listen = 0;
+			/* Twice: the first writes may let the send buffer grow. */
+			for (pass = 0; pass < 2; pass++) {
+				for (i = 0; i < made; i++)
+					bytes += fill(fds[2 * i]);
+				usleep(100000);
 			}
-			connect_pair(lfd, &addr, alen, &fds[2 * made], &fds[2 * made + 1]);
-			if (queue && send(fds[2 * made], "x", 1, 0) != 1)
-				die("send");
-			made++;
-			since_listen++;
+			printf("filled bytes=%zu\n", bytes);
 		}
-		close(lfd); /* the next cgroup gets its own listener */
-		lfd = -1;
+		printf("ready sockets=%zu\n", 2 * made);
+		fflush(stdout);
+		while (!stop)
+			pause();
+		close_all(fds, 2 * made);
+		return 0;
 	}
-	if (filling) {
-		size_t bytes = 0;
-		int pass;
 
-		/* Twice: the first writes may let the send buffer grow. */
-		for (pass = 0; pass < 2; pass++) {
-			for (i = 0; i < made; i++)
-				bytes += fill(fds[2 * i]);
-			usleep(100000);
+	if (filling || pipe(report))
+		die(filling ? "-f with more sockets than one process may hold" : "pipe");
+	nworkers = (npairs + per_proc - 1) / per_proc;
+	workers = calloc(nworkers, sizeof(*workers));
+	for (w = 0; w < nworkers; w++) {
+		size_t first = w * per_proc, last = first + per_proc < npairs ? first + per_proc : npairs;
+
+		workers[w] = fork();
+		if (workers[w] < 0)
+			die("fork");
+		if (!workers[w]) {
+			prctl(PR_SET_PDEATHSIG, SIGTERM);
+			fds = calloc(2 * (last - first), sizeof(*fds));
+			if (!fds)
+				die("calloc");
+			made = open_pairs(fds, first, last, npairs, cgs, ncg, queue);
+			if (write(report[1], &made, sizeof(made)) != sizeof(made))
+				die("report");
+			while (!stop)
+				pause();
+			close_all(fds, 2 * made);
+			_exit(0);
 		}
-		printf("filled bytes=%zu\n", bytes);
 	}
-	printf("ready sockets=%zu\n", 2 * made);
-	fflush(stdout);
-	while (!stop)
-		pause();
-	for (i = 0; i < 2 * made; i++) {
-		setsockopt(fds[i], SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
-		close(fds[i]);
+	close(report[1]);
+	for (w = 0; w < nworkers; w++) {
+		size_t n;
+
+		if (read(report[0], &n, sizeof(n)) != sizeof(n))
+			break;	/* a worker died; its error is on stderr */
+		made += n;
 	}
-	return 0;
+	if (w == nworkers) {
+		printf("ready sockets=%zu processes=%zu\n", 2 * made, nworkers);
+		fflush(stdout);
+		while (!stop)
+			pause();
+	}
+	for (w = 0; w < nworkers; w++)
+		kill(workers[w], SIGTERM);
+	for (w = 0; w < nworkers; w++)
+		waitpid(workers[w], NULL, 0);
+	return w == nworkers && made == npairs ? 0 : 1;
 }
