@@ -272,6 +272,12 @@ static long state_refresh_level(__u64 i, void *ctx)
 	return 0;
 }
 
+/* Set by the daemon before each sweep: 1 after a change of limits (any
+ * socket may have gained a limited ancestor), 0 after state changes (only
+ * sockets tcpbufd already sizes are concerned; new ones get their caps when
+ * they are established). */
+__u32 sweep_all;
+
 SEC("iter/tcp")
 int enforce_sweep(struct bpf_iter__tcp *ctx)
 {
@@ -289,12 +295,23 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 	if (!tp)
 		return 0;
 	sk = (struct sock *)tp;
-	if (limits_present() && accounting_mode == TCPBUF_MODE_SAMPLED)
+	/* A socket tcpbufd never sized has no limited ancestor, unless limits
+	 * just changed: skip it cheaply (hosts hold 100,000s of sockets). */
+	se = sock_enforce_get(sk, false);
+	if (!se) {
+		if (!sweep_all)
+			return 0;
+		caps_compute(sk, tp, &c);
+		if (!c.limited)
+			return 0;
+	}
+	if (accounting_mode == TCPBUF_MODE_SAMPLED)
 		sample_socket(sk);
 	refresh = (__u64)sk_cgroup(sk);
 	bpf_loop(TCPBUF_MAX_DEPTH, state_refresh_level, &refresh, 0);
 	caps_compute(sk, tp, &c);
-	se = sock_enforce_get(sk, c.limited);
+	if (!se)
+		se = sock_enforce_get(sk, true);
 	if (!se)
 		return 0;
 	enforce_init(sk, se);

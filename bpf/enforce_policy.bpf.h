@@ -375,6 +375,18 @@ static __always_inline __s64 rcvbuf_target(struct sock *sk, const struct caps *c
 	return -1;
 }
 
+/* sock_charge's capped/user_locked, for whoever reads that map. */
+static __always_inline void sock_charge_mirror(struct sock *sk, const struct caps *c,
+					       const struct sock_enforce *se)
+{
+	struct sock_charge *sc = sock_charge_get(sk, false);
+
+	if (!sc)
+		return;
+	sc->capped = c->limited && c->state != TCPBUF_STATE_NORMAL;
+	sc->user_locked = se->user_locks;
+}
+
 /* Sizes within a page (the kernel doubles and rounds) count as equal; growth
  * smaller than an eighth is not worth a setsockopt. */
 static __always_inline bool buf_differs(__s64 cur, __s64 target, bool owned)
@@ -415,6 +427,7 @@ static __always_inline bool buf_differs(__s64 cur, __s64 target, bool owned)
 		(se)->flags |= TCPBUF_SE_LIMITED;				\
 	else									\
 		(se)->flags &= ~TCPBUF_SE_LIMITED;				\
+	sock_charge_mirror(sk, c, se);						\
 })
 
 #endif /* TCPBUF_ENFORCE_POLICY_BPF_H */

@@ -246,6 +246,8 @@ static void ingress_adopt(struct enforcer *e)
 	closedir(d);
 }
 
+static int sweep(struct enforcer *e, bool all);
+
 /* -------------------------------------------------------------- events */
 
 static int on_event(void *ctx, void *data, size_t len)
@@ -291,7 +293,7 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 		return err;
 	if (!e->n_batch && !e->dropped)
 		return 0;
-	err = enforce_sweep(e);
+	err = sweep(e, false);
 	done_ms = mono_ms();
 	for (size_t i = 0; i < e->n_batch; i++) {
 		const struct tcpbuf_state_event *ev = &e->batch[i];
@@ -311,10 +313,12 @@ int enforce_events_fd(const struct enforcer *e)
 
 /* --------------------------------------------------------------- sweep */
 
-int enforce_sweep(struct enforcer *e)
+static int sweep(struct enforcer *e, bool all)
 {
 	char buf[256];
 	int fd, n;
+
+	e->skel->bss->sweep_all = all;
 
 	fd = bpf_iter_create(bpf_link__fd(e->sweep_link));
 	if (fd < 0)
@@ -326,6 +330,11 @@ int enforce_sweep(struct enforcer *e)
 	if (n)
 		log_warn("enforcement sweep failed: %s", strerror(-n));
 	return n;
+}
+
+int enforce_sweep(struct enforcer *e)
+{
+	return sweep(e, true);
 }
 
 /* --------------------------------------------------------- limited set */
