@@ -4,7 +4,7 @@
  * attached, read from its pinned links.
  *
  *   bpfinfo progs PINDIR          one line per pinned link under PINDIR/links:
- *                                 "LINK PROG_ID PROG_NAME KIND RUN_CNT RUN_TIME_NS",
+ *                                 "LINK PROG_ID PROG_NAME KIND RUN_CNT RUN_TIME_NS TAG",
  *                                 KIND iter, tp_btf, fentry, fexit or the program
  *                                 type (sock_ops, cgroup_skb, ...)
  *                                 (counters move only while kernel.bpf_stats_enabled=1)
@@ -101,9 +101,13 @@ static int print_prog(const char *link, __u32 id, const struct bpf_link_info *li
 	if (pfd < 0 || bpf_obj_get_info_by_fd(pfd, &pi, &len))
 		die("program %u", id);
 	close(pfd);
-	printf("%s %u %s %s %llu %llu\n", link, id, pi.name,
+	printf("%s %u %s %s %llu %llu ", link, id, pi.name,
 	       li ? kind(li, &pi) : prog_type_name(pi.type), (unsigned long long)pi.run_cnt,
 	       (unsigned long long)pi.run_time_ns);
+	/* the tag names the program in perf's symbols: bpf_prog_<tag>_<name> */
+	for (size_t i = 0; i < sizeof(pi.tag); i++)
+		printf("%02x", pi.tag[i]);
+	printf("\n");
 	return 0;
 }
 

@@ -7,7 +7,9 @@
 #        (rr) or MB (stream) in that run; LINK "calibration": an empty program
 #        on the same tracepoints, whose ns/run is what bpf_stats itself adds.
 # -v rr_ab=, st_ab=: baseline medians from the interleaved phase (preferred
-# over the base lines, which are single runs).
+# over the base lines, which are single runs); -v rrc_ab=, stc_ab=: the
+# per-CPU-second baselines, to state the cost against the CPU time of a
+# transaction too (on a shared machine the wall-clock time includes waits).
 #
 # "net" ns/run = ns/run - the calibration's ns/run. Iterator programs run in
 # the daemon's sweeps, not per transaction: they are shown per second.
@@ -55,9 +57,15 @@ END {
 		if (t == "rr" && base["rr"] > 0)
 			printf "  added per transaction: %.0f ns net (%.0f ns raw) = %.2f%% (%.2f%%) of a baseline transaction, %.0f ns at %.0f/s\n",
 				add, raw, add * base["rr"] / 1e7, raw * base["rr"] / 1e7, 1e9 / base["rr"], base["rr"]
+		if (t == "rr" && rrc_ab > 0)
+			printf "    = %.2f%% (%.2f%%) of its CPU time, %.0f ns at %.0f transactions per CPU-second\n",
+				add * rrc_ab / 1e7, raw * rrc_ab / 1e7, 1e9 / rrc_ab, rrc_ab
 		if (t == "stream" && base["stream"] > 0)
 			printf "  added per MB: %.0f ns net (%.0f ns raw) = %.2f%% (%.2f%%) of the baseline time per MB, %.0f ns at %.0f Mbit/s\n",
 				add, raw, add * base["stream"] / 8e7, raw * base["stream"] / 8e7, 8e9 / base["stream"], base["stream"]
+		if (t == "stream" && stc_ab > 0)
+			printf "    = %.2f%% (%.2f%%) of its CPU time, %.0f ns at %.0f Mbit per CPU-second\n",
+				add * stc_ab / 8e7, raw * stc_ab / 8e7, 8e9 / stc_ab, stc_ab
 		print ""
 	}
 	for (c = 1; c <= 3; c++)
