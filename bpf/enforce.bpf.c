@@ -19,8 +19,6 @@
 char LICENSE[] SEC("license") = "GPL";
 
 #define IPPROTO_TCP_NUM		6
-#define TCP_TIME_WAIT		6
-#define TCP_NEW_SYN_RECV	12
 #define ETH_P_IP_NUM		0x0800
 #define ETH_P_IPV6_NUM		0x86DD
 
@@ -32,8 +30,24 @@ static __always_inline struct sock_enforce *sock_enforce_get(struct sock *sk, bo
 
 /* ------------------------------------------------------------- sock_ops */
 
-/* Per-segment callbacks, and the state callback that sees it close. */
-#define ENFORCE_CB_FLAGS (BPF_SOCK_OPS_PARSE_ALL_HDR_OPT_CB_FLAG | BPF_SOCK_OPS_STATE_CB_FLAG)
+/*
+ * Per-segment callbacks both ways, and the state callback that sees the
+ * socket close. The outgoing one (HDR_OPT_LEN, run before TCP computes the
+ * window it advertises) is what keeps the receive guard fresh where a
+ * window is promised: a reader's window update goes out from recvmsg, with
+ * no incoming segment before it.
+ */
+#define ENFORCE_CB_FLAGS (BPF_SOCK_OPS_PARSE_ALL_HDR_OPT_CB_FLAG |		\
+			  BPF_SOCK_OPS_WRITE_HDR_OPT_CB_FLAG | BPF_SOCK_OPS_STATE_CB_FLAG)
+
+/* Sockets of a connection: not a listener, not a time-wait or request
+ * minisock. (A passive socket is still SYN_RECV at its established
+ * callback: TCP moves it to ESTABLISHED just after.) */
+static __always_inline bool sock_ops_connected(__u32 state)
+{
+	return state != BPF_TCP_LISTEN && state != BPF_TCP_TIME_WAIT &&
+	       state != BPF_TCP_NEW_SYN_RECV && state != BPF_TCP_CLOSE;
+}
 
 static __always_inline void cb_flags_set(struct bpf_sock_ops *skops, bool on)
 {
@@ -71,9 +85,15 @@ int enforce_sockops(struct bpf_sock_ops *skops)
 	}
 	if (skops->op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB &&
 	    skops->op != BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB &&
-	    skops->op != BPF_SOCK_OPS_PARSE_HDR_OPT_CB)
+	    skops->op != BPF_SOCK_OPS_PARSE_HDR_OPT_CB &&
+	    skops->op != BPF_SOCK_OPS_HDR_OPT_LEN_CB)
 		return 1;
-	established = skops->op != BPF_SOCK_OPS_PARSE_HDR_OPT_CB;
+	/* Only connections: a listener's sizes would be inherited by every
+	 * socket it accepts, as if their application had chosen them. */
+	if (!sock_ops_connected(skops->state))
+		return 1;
+	established = skops->op == BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB ||
+		      skops->op == BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB;
 	tp = bpf_skc_to_tcp_sock(bsk);
 	if (!tp)
 		return 1;
@@ -123,8 +143,8 @@ extern void *bpf_cast_to_kern_ctx(void *obj) __ksym __weak;
  * Ingress refusal at max. Only segments with payload are refused: ACKs, SYNs
  * and bare FINs pass, so the connection itself never stalls. A refused
  * segment never reaches TCP; the peer keeps it and sends it again, so
- * nothing is lost. Like the kernel, a socket whose receive queue is empty
- * still gets one small segment, so a full cgroup cannot starve a reader.
+ * nothing is lost. A socket with nothing queued is not refused (up to a
+ * slack of max/32), so a full cgroup cannot starve a reader.
  */
 struct ingress_walk {
 	__u64 cg;
@@ -145,7 +165,7 @@ static long ingress_walk_level(__u64 i, void *ctx)
 	struct ingress_walk *w = ctx;
 	struct cgroup_limits *l;
 	struct cgroup_usage *u;
-	__s64 want;
+	__s64 want, max;
 	__u64 id;
 
 	if (!walk_level(&w->cg, &id))
@@ -157,9 +177,15 @@ static long ingress_walk_level(__u64 i, void *ctx)
 	if (!u || !l->max_pages)
 		return 0;
 	want = u->usage_pages + w->pages;
-	if (want > max_effective(id, l, want)) {
-		if (w->rmem == 0 && w->skb_pages <= 2)
-			return 0;	/* an empty queue always gets a small segment */
+	max = max_effective(id, l, want);
+	if (want > max) {
+		/* A socket with nothing queued still gets the segment, up to
+		 * a small slack past max (the kernel forces memory for an
+		 * empty queue too): refused, its peer backs off its
+		 * retransmission timer, and while other sockets keep the
+		 * cgroup full it might not get a turn for minutes. */
+		if (w->rmem == 0 && want <= max + (max >> 5))
+			return 0;
 		__sync_fetch_and_add(&u->failcnt, 1);
 		/* Refusing is being at max, though usage stays just under it. */
 		cgroup_state_update(id, u, want);
@@ -289,7 +315,7 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 	struct caps c;
 	int flags;
 
-	if (!skc || skc->skc_state == TCP_TIME_WAIT || skc->skc_state == TCP_NEW_SYN_RECV)
+	if (!skc || !sock_ops_connected(skc->skc_state))
 		return 0;
 	tp = bpf_skc_to_tcp_sock(skc);
 	if (!tp)

@@ -3,8 +3,8 @@
  * Isolation: a cgroup held at its max does not slow down a sibling without
  * limits. "lim" (Limit=16M) receives 64 connections from writers in an
  * unlimited cgroup "src"; its readers stop after a second, and the cgroup
- * sits at max (refusing at ingress, or held within 15% of it by closed
- * windows). Meanwhile a bulk transfer inside
+ * sits at its max (held by closed windows within 20% of it, or refusing at
+ * ingress). Meanwhile a bulk transfer inside
  * the sibling "sib" must keep at least 90% of the throughput it has with
  * no load next door (runs interleaved round by round, median of the
  * rounds' ratios over 9 rounds). The
@@ -33,13 +33,13 @@ static struct xload *hold_at_max(const char *lim, const char *src)
 	ASSERT_TRUE(l != NULL);
 	msleep(1000);
 	ASSERT_OK(xload_set_mode(l, XL_STALL, 0));
-	/* At max: refusing (state max), or held by closed windows within 5%
-	 * of it. */
+	/* At max: refusing (state max), or held by closed windows close to
+	 * it (the receive guard closes them as usage nears max). */
 	for (double end = now_sec() + 10; now_sec() < end; msleep(20))
 		if (!strcmp(status_state(lim), "max") ||
 		    status_field(lim, "usage_pages") >= LIMIT_PAGES * 95 / 100)
 			break;
-	ASSERT_GE(status_field(lim, "usage_pages"), LIMIT_PAGES * 85 / 100);
+	ASSERT_GE(status_field(lim, "usage_pages"), LIMIT_PAGES * 80 / 100);
 	msleep(300);	/* what was in flight has landed or been refused */
 	return l;
 }
@@ -80,7 +80,7 @@ int main(void)
 			test_log("lim at max: usage %" PRId64 " pages, failcnt %" PRId64,
 				 status_field(lim, "usage_pages"), status_field(lim, "failcnt"));
 		}
-		EXPECT_GE(status_field(lim, "usage_pages"), LIMIT_PAGES * 85 / 100);
+		EXPECT_GE(status_field(lim, "usage_pages"), LIMIT_PAGES * 80 / 100);
 		if (r == ROUNDS - 1) {
 			ASSERT_OK(xload_finish(l, 60000, msg, sizeof(msg)) == 0 ? 0 :
 				  (test_log("%s", msg), -1));
