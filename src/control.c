@@ -6,10 +6,14 @@
  * timer is served. The fd control_listen() returns is that epoll set.
  *
  * A connection reads its request until EOF (at most REQUEST_MAX_BYTES + 1
- * bytes, READ_TIMEOUT_MS in all), runs it, then writes the reply
- * (WRITE_TIMEOUT_MS in all). If the client is still sending when the reply
- * is out (a request too large), the rest is read and dropped until it
- * stops, so that the client reads the reply rather than a reset.
+ * bytes, READ_TIMEOUT_MS in all), runs it, then writes the reply. A reply
+ * is "CODE LENGTH\n" and LENGTH bytes of body: the length is how a client
+ * tells a whole answer from one cut short (a status of 10,000 cgroups is
+ * megabytes). A client that reads is given the time it needs, but one that
+ * stops reading for WRITE_IDLE_MS, or takes more than WRITE_TIMEOUT_MS in
+ * all, is cut off. If the client is still sending when the reply is out (a
+ * request too large), the rest is read and dropped until it stops, so that
+ * the client reads the reply rather than a reset.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -31,7 +35,8 @@
 
 #define MAX_CONNS		32	/* more wait in the listen backlog */
 #define READ_TIMEOUT_MS		1000	/* connect to EOF of the request */
-#define WRITE_TIMEOUT_MS	5000	/* to deliver the reply */
+#define WRITE_IDLE_MS		5000	/* without reading any of the reply */
+#define WRITE_TIMEOUT_MS	60000	/* to deliver the whole reply */
 #define DRAIN_TIMEOUT_MS	1000	/* to stop sending after a refusal */
 
 #define TAG_LISTEN	UINT32_MAX
@@ -44,6 +49,7 @@ struct conn {
 	int fd;
 	struct peer peer;
 	uint64_t deadline_ms;	/* CLOCK_MONOTONIC */
+	uint64_t write_end_ms;	/* the latest deadline_ms while writing */
 	char *buf;		/* the request, then the reply */
 	size_t len, cap, sent;
 	bool eof;		/* the client finished sending */
@@ -222,21 +228,22 @@ static void accept_new(void)
 		ctl.accepting = false;
 }
 
-/* Replace the request with the reply: status digit line, then the body. */
+/* Replace the request with the reply: "CODE LENGTH\n", then the body. */
 static void set_reply(struct conn *c, int code, const char *body, size_t len)
 {
-	char *buf = malloc(len + 2);
+	char head[32];
+	int n = snprintf(head, sizeof(head), "%d %zu\n", code, len);
+	char *buf = malloc(n + len);
 
 	free(c->buf);
 	c->buf = buf;
 	c->len = c->sent = 0;
-	c->cap = buf ? len + 2 : 0;
+	c->cap = buf ? n + len : 0;
 	if (!buf)
 		return; /* nothing to say: the connection closes */
-	buf[0] = '0' + code;
-	buf[1] = '\n';
-	memcpy(buf + 2, body, len);
-	c->len = len + 2;
+	memcpy(buf, head, n);
+	memcpy(buf + n, body, len);
+	c->len = n + len;
 }
 
 /* A one-line refusal or failure: "why\n". */
@@ -296,9 +303,13 @@ static void run_request(struct conn *c, control_handler handler, void *ctx)
 
 static void start_reply(struct conn *c, control_handler handler, void *ctx)
 {
+	uint64_t now;
+
 	run_request(c, handler, ctx);
+	now = now_ms();
 	c->state = CONN_WRITING;
-	c->deadline_ms = now_ms() + WRITE_TIMEOUT_MS;
+	c->write_end_ms = now + WRITE_TIMEOUT_MS;
+	c->deadline_ms = now + WRITE_IDLE_MS;
 	if (ep_ctl(EPOLL_CTL_MOD, c->fd, EPOLLOUT, c - ctl.conns))
 		conn_close(c);
 }
@@ -366,6 +377,10 @@ static void on_writable(struct conn *c)
 			return;
 		}
 		c->sent += n;
+		/* The client reads: it has WRITE_IDLE_MS more, within its total. */
+		c->deadline_ms = now_ms() + WRITE_IDLE_MS;
+		if (c->deadline_ms > c->write_end_ms)
+			c->deadline_ms = c->write_end_ms;
 	}
 	if (c->eof) {
 		conn_close(c);
@@ -397,6 +412,9 @@ static void expire(control_handler handler, void *ctx)
 			if (c->state == CONN_WRITING)
 				on_writable(c);
 		} else {
+			if (c->state == CONN_WRITING)
+				log_warn("control socket: pid %d read %zu of the %zu bytes of its reply "
+					 "in time; cut off", c->peer.pid, c->sent, c->len);
 			conn_close(c);
 		}
 	}

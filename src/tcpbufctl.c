@@ -282,14 +282,32 @@ static void print_error_body(const char *body, size_t len)
 
 struct reply {
 	int code;		/* the status digit, -1 until read */
-	char head[4];		/* the status line so far */
+	char head[32];		/* the status line so far: "CODE LENGTH" */
 	size_t head_len;
+	unsigned long long body_len;	/* what the status line announced */
+	unsigned long long body_got;
 	char err_body[ERROR_BODY_MAX];
 	size_t err_len;
-	bool wrote_error;
 };
 
-/* Take the status digit off the front of the stream; returns bytes used or -1. */
+/* "CODE LENGTH": the exit status and the bytes of body that follow. */
+static int parse_status_line(struct reply *r)
+{
+	char *end;
+
+	r->head[r->head_len] = '\0';
+	if (r->head_len < 3 || r->head[0] < '0' || r->head[0] > '2' || r->head[1] != ' ' ||
+	    r->head[2] < '0' || r->head[2] > '9')
+		return -1;
+	errno = 0;
+	r->body_len = strtoull(r->head + 2, &end, 10);
+	if (errno || *end)
+		return -1;
+	r->code = r->head[0] - '0';
+	return 0;
+}
+
+/* Take the status line off the front of the stream; returns bytes used or -1. */
 static ssize_t take_status(struct reply *r, const char *buf, size_t len)
 {
 	size_t used = 0;
@@ -303,9 +321,8 @@ static ssize_t take_status(struct reply *r, const char *buf, size_t len)
 			r->head[r->head_len++] = c;
 			continue;
 		}
-		if (r->head_len != 1 || r->head[0] < '0' || r->head[0] > '2')
+		if (parse_status_line(r))
 			return -1;
-		r->code = r->head[0] - '0';
 	}
 	return (ssize_t)used;
 }
@@ -313,6 +330,7 @@ static ssize_t take_status(struct reply *r, const char *buf, size_t len)
 /* Output goes to stdout as it arrives: a status of many cgroups can be long. */
 static void take_body(struct reply *r, const char *buf, size_t len)
 {
+	r->body_got += len;
 	if (r->code == EXIT_DONE) {
 		fwrite(buf, 1, len, stdout);
 		return;
@@ -353,10 +371,21 @@ static int read_reply(int fd, const char *path)
 		}
 		if (r.code >= 0)
 			take_body(&r, buf + used, (size_t)(n - used));
+		if (r.code >= 0 && r.body_got > r.body_len) {
+			fprintf(stderr, "%s: tcpbufd at %s sent more than the %llu bytes it announced\n",
+				PROG, path, r.body_len);
+			return EXIT_FAILED;
+		}
 	}
 	if (r.code < 0) {
 		fprintf(stderr, "%s: tcpbufd at %s closed the connection without an answer\n",
 			PROG, path);
+		return EXIT_FAILED;
+	}
+	/* What was printed is not the answer: never let a script take it for one. */
+	if (r.body_got < r.body_len) {
+		fprintf(stderr, "%s: the answer of tcpbufd at %s was cut short: %llu of %llu bytes\n",
+			PROG, path, r.body_got, r.body_len);
 		return EXIT_FAILED;
 	}
 	if (r.code != EXIT_DONE) {

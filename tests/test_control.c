@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Garbage on the control socket. Whatever a peer sends, tcpbufd must not
- * crash, must answer a finished request with an exit-status line (2 for
- * anything request_parse() refuses, one line saying why), must cut off a
- * client that never finishes after about a second without holding up the
- * others, must not leak a descriptor per connection, and must end with the
+ * crash, must answer a finished request with a status line "CODE LENGTH"
+ * and exactly LENGTH bytes of body (CODE 2 for anything request_parse()
+ * refuses, one line saying why), must cut off a client that never finishes
+ * after about a second without holding up the others, must not leak a descriptor per connection, and must end with the
  * same state (status --json, drop-ins, state file) it started with.
  *
  * Cases: random bytes; a request of exactly REQUEST_MAX_BYTES (accepted)
@@ -51,12 +51,24 @@ static int sock_connect(void)
 	return fd;
 }
 
+/* "CODE LENGTH\n" and exactly LENGTH bytes of body, else code -1 (and the whole
+ * reply as the body, to show). */
 static void reply_parse(struct reply *r, char *buf, size_t len)
 {
+	char *nl, *end;
+	unsigned long long body_len;
+
 	buf[len] = '\0';
 	r->len = len;
-	r->code = len >= 2 && buf[0] >= '0' && buf[0] <= '9' && buf[1] == '\n' ? buf[0] - '0' : -1;
-	r->body = strdup(r->code >= 0 ? buf + 2 : buf);
+	r->code = -1;
+	nl = memchr(buf, '\n', len);
+	if (nl && nl - buf >= 3 && buf[0] >= '0' && buf[0] <= '9' && buf[1] == ' ' &&
+	    buf[2] >= '0' && buf[2] <= '9') {
+		body_len = strtoull(buf + 2, &end, 10);
+		if (end == nl && len - (size_t)(nl + 1 - buf) == body_len)
+			r->code = buf[0] - '0';
+	}
+	r->body = strdup(r->code >= 0 ? nl + 1 : buf);
 }
 
 /*
