@@ -65,6 +65,8 @@ void xload_close(struct xload *l);
  * the listener (and so the accepted receiver) in rx_cgroup. Bytes per
  * second as the receiver saw them; < 0 on error. */
 double bulk_throughput(const char *tx_cgroup, const char *rx_cgroup, double secs);
+/* The same with both ends pinned to cpu (-1: not pinned). */
+double bulk_throughput_on(const char *tx_cgroup, const char *rx_cgroup, double secs, int cpu);
 
 /* Median of num[i] / den[i]: a ratio of paired, interleaved runs, robust to
  * the machine's drift and to a few disturbed runs. */

@@ -871,15 +871,31 @@ char **split_args(const char *s, int *argc)
 	return v;
 }
 
-void daemon_dump_log(void)
+/* The last max_lines lines of the daemon log (0: all of it) to stderr. */
+static void dump_log_tail(int max_lines)
 {
 	char *s = read_file_all(h_log);
+	const char *from = s;
 
+	if (s && max_lines > 0) {
+		int n = 0;
+
+		for (const char *p = s + strlen(s); p > s; p--)
+			if (p[-1] == '\n' && p[0] && ++n > max_lines) {
+				from = p;
+				break;
+			}
+	}
 	fflush(stdout);
-	fprintf(stderr, "---- daemon log %s ----\n%s%s---- end of daemon log ----\n",
-		h_log, s ? s : "(none)\n",
-		s && *s && s[strlen(s) - 1] != '\n' ? "\n" : "");
+	fprintf(stderr, "---- daemon log %s%s ----\n%s%s---- end of daemon log ----\n",
+		h_log, from != s ? " (its end)" : "", from ? from : "(none)\n",
+		from && *from && from[strlen(from) - 1] != '\n' ? "\n" : "");
 	free(s);
+}
+
+void daemon_dump_log(void)
+{
+	dump_log_tail(0);
 }
 
 pid_t daemon_pid(void)
@@ -1032,7 +1048,7 @@ int daemon_start(const char *extra_args)
 				WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
 			h_dpid = 0;
 			reaper_tell();
-			daemon_dump_log();
+			dump_log_tail(12);
 			return -1;
 		}
 		if (sock_connectable(h_sock))
