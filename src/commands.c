@@ -155,7 +155,7 @@ static int cmd_status(struct daemon *d, const struct request *req, const struct 
 	}
 	if (loader_mode(d->bpf) == TCPBUF_MODE_SAMPLED)
 		loader_reconcile(d->bpf); /* a status is a sample too */
-	cgroup_tree_scan(&d->tree);
+	daemon_tree_current(d);
 	for (i = 0; i < req->n_cgroups; i++) {
 		if (resolve(d, req->cgroups[i], rel, sizeof(rel), err, errlen) ||
 		    check_scope(p, rel, err, errlen))
@@ -212,7 +212,7 @@ static int cmd_metrics(struct daemon *d, const struct peer *p, FILE *out, char *
 	}
 	if (loader_mode(d->bpf) == TCPBUF_MODE_SAMPLED)
 		loader_reconcile(d->bpf); /* a scrape is a sample too */
-	cgroup_tree_scan(&d->tree);
+	daemon_tree_current(d);
 	r = status_collect(loader_usage_fd(d->bpf), loader_limits_fd(d->bpf), &d->tree, &rows);
 	if (r) {
 		snprintf(err, errlen, "metrics: %s", strerror(-r));

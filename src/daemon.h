@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include "cgroups.h"
+#include "cgwatch.h"
 #include "config.h"
 #include "control.h"
 #include "dropin.h"
@@ -22,6 +23,10 @@ struct daemon {
 	struct tcpbuf_bpf *bpf;
 	struct enforcer *enforce;	/* NULL until started */
 	struct cgroup_tree tree;
+	struct cgwatch *watch;		/* NULL when the tree cannot be watched */
+	bool watch_complete;		/* every cgroup has a watch: the tree follows it */
+	bool resync_needed;		/* the watch lost events */
+	uint64_t next_resync_ms;	/* CLOCK_MONOTONIC: the safety net's next full pass */
 	struct thresholds_entry *thresholds;	/* chosen by containers with `set` */
 	size_t n_thresholds;
 	int ctl_fd;
@@ -34,8 +39,16 @@ const char *daemon_scope(const struct daemon *d);	/* cgroup subtree for cgroup p
 
 /* Write the limits of every existing cgroup into the limits map. */
 int limits_apply(struct daemon *d);
+/* Give the new cgroups @ids (parents first) their limits. */
+int limits_add(struct daemon *d, const uint64_t *ids, size_t n);
+/* @e is gone: its limits and ingress refusal go too. */
+void limits_forget(struct daemon *d, const struct cgroup_entry *e);
 /* Re-read the config files; all or nothing. */
 int daemon_reload(struct daemon *d, char *err, size_t errlen);
+/* Read the whole cgroup tree anew and bring limits and usage entries in line. */
+int daemon_resync(struct daemon *d);
+/* Take in the cgroups made or removed since last time (before answering). */
+void daemon_tree_current(struct daemon *d);
 
 int commands_handle(void *ctx, const struct request *req, const struct peer *peer, FILE *out,
 		    char *err, size_t errlen);

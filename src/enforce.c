@@ -40,8 +40,8 @@ struct enforcer {
 	struct enforce *skel;
 	struct ring_buffer *events;
 	struct bpf_link *sweep_link;
-	struct ingress_link *ingress;	/* attached (pinned) ingress links */
-	size_t n_ingress;
+	struct ingress_link *ingress;	/* attached (pinned) ingress links, sorted by id */
+	size_t n_ingress, ingress_cap;
 	struct bpf_program *ingress_prog;
 	enum tcpbuf_mode mode;
 	char pin_path[PATH_MAX];
@@ -186,12 +186,56 @@ static int tracing_link_replace(struct enforcer *e, struct bpf_program *prog, co
 	return err;
 }
 
+/* Index of the first ingress link with an id >= @id (they are sorted by id). */
+static size_t ingress_index(const struct enforcer *e, uint64_t id)
+{
+	size_t lo = 0, hi = e->n_ingress;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (e->ingress[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
 static struct ingress_link *ingress_find(struct enforcer *e, uint64_t id)
 {
-	for (size_t i = 0; i < e->n_ingress; i++)
-		if (e->ingress[i].id == id)
-			return &e->ingress[i];
-	return NULL;
+	size_t i = ingress_index(e, id);
+
+	return i < e->n_ingress && e->ingress[i].id == id ? &e->ingress[i] : NULL;
+}
+
+static int ingress_reserve(struct enforcer *e, size_t n)
+{
+	size_t cap = e->ingress_cap ? e->ingress_cap : 64;
+	void *p;
+
+	if (n <= e->ingress_cap)
+		return 0;
+	while (cap < n)
+		cap *= 2;
+	p = realloc(e->ingress, cap * sizeof(*e->ingress));
+	if (!p)
+		return -ENOMEM;
+	e->ingress = p;
+	e->ingress_cap = cap;
+	return 0;
+}
+
+static int ingress_insert(struct enforcer *e, struct ingress_link l)
+{
+	size_t i = ingress_index(e, l.id);
+
+	if (ingress_reserve(e, e->n_ingress + 1))
+		return -ENOMEM;
+	memmove(&e->ingress[i + 1], &e->ingress[i], (e->n_ingress - i) * sizeof(*e->ingress));
+	e->ingress[i] = l;
+	e->n_ingress++;
+	return 0;
 }
 
 static void ingress_detach(struct enforcer *e, size_t i)
@@ -204,7 +248,15 @@ static void ingress_detach(struct enforcer *e, size_t i)
 	/* Detach now even if someone else holds the link open. */
 	bpf_link_detach(e->ingress[i].fd);
 	close(e->ingress[i].fd);
-	e->ingress[i] = e->ingress[--e->n_ingress];
+	memmove(&e->ingress[i], &e->ingress[i + 1], (e->n_ingress - i - 1) * sizeof(*e->ingress));
+	e->n_ingress--;
+}
+
+static int ingress_cmp(const void *a, const void *b)
+{
+	const struct ingress_link *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
 }
 
 /* Ingress links a previous daemon left pinned: move them onto our program. */
@@ -221,7 +273,6 @@ static void ingress_adopt(struct enforcer *e)
 		return;
 	while ((de = readdir(d))) {
 		unsigned long long id;
-		void *p;
 		int fd;
 
 		if (sscanf(de->d_name, "ingress-%llu", &id) != 1)
@@ -235,15 +286,14 @@ static void ingress_adopt(struct enforcer *e)
 			unlink(path);
 			continue;
 		}
-		p = realloc(e->ingress, (e->n_ingress + 1) * sizeof(*e->ingress));
-		if (!p) {
+		if (ingress_reserve(e, e->n_ingress + 1)) {
 			close(fd);
 			break;
 		}
-		e->ingress = p;
 		e->ingress[e->n_ingress++] = (struct ingress_link){ .id = id, .fd = fd };
 	}
 	closedir(d);
+	qsort(e->ingress, e->n_ingress, sizeof(*e->ingress), ingress_cmp);
 }
 
 static int sweep(struct enforcer *e, bool all);
@@ -380,24 +430,6 @@ static bool limits_changed(struct enforcer *e)
 	return changed;
 }
 
-/* A limited cgroup below another one is covered by its ancestor's ingress
- * program (cgroup programs run for the whole subtree). */
-static bool has_limited_ancestor(const struct enforce_cgroup *cgs, size_t n, const char *path)
-{
-	for (size_t i = 0; i < n; i++)
-		if (strcmp(cgs[i].path, path) && path_within(path, cgs[i].path))
-			return true;
-	return false;
-}
-
-static bool wanted_top(const struct enforce_cgroup *cgs, size_t n, uint64_t id)
-{
-	for (size_t i = 0; i < n; i++)
-		if (cgs[i].id == id)
-			return !has_limited_ancestor(cgs, n, cgs[i].path);
-	return false;
-}
-
 /* Socket counts of cgroups whose sockets are all gone (BPF never deletes
  * entries, to avoid racing with a concurrent increment). */
 static void sockets_prune(struct enforcer *e)
@@ -415,55 +447,114 @@ static void sockets_prune(struct enforcer *e)
 	}
 }
 
+static int id_cmp(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+
+	return *x < *y ? -1 : *x > *y;
+}
+
+/* A limited cgroup below another one is covered by its ancestor's ingress
+ * program (cgroup programs run for the whole subtree): only the topmost
+ * limited cgroups of the scope get one. */
+static int ingress_want(struct enforcer *e, const struct enforce_cgroup *cg)
+{
+	struct ingress_link l = { .id = cg->id };
+	char name[64];
+	int r;
+
+	if (cg->covered || ingress_find(e, cg->id))
+		return 0;
+	if (!path_within(cg->path, e->scope)) {
+		log_warn("%s: outside the scope %s; limits are not enforced there", cg->path,
+			 e->scope);
+		return 0;
+	}
+	snprintf(name, sizeof(name), "ingress-%llu", (unsigned long long)cg->id);
+	r = cgroup_link_ensure(e, e->ingress_prog, cg->path, name, &l.fd);
+	if (r) {
+		log_err("%s: cannot attach ingress refusal: %s", cg->path, strerror(-r));
+		return r;
+	}
+	r = ingress_insert(e, l);
+	if (r) {
+		close(l.fd);
+		return r;
+	}
+	log_debug("%s: ingress refusal attached", cg->path);
+	return 0;
+}
+
+static int ctl_update(struct enforcer *e, unsigned limited)
+{
+	struct tcpbuf_enforce_ctl ctl = { .limited_cgroups = limited };
+	__u32 zero = 0;
+
+	if (bpf_map_update_elem(bpf_map__fd(e->skel->maps.enforce_ctl), &zero, &ctl, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
 int enforce_set_limited(struct enforcer *e, const struct enforce_cgroup *cgs, size_t n)
 {
-	struct tcpbuf_enforce_ctl ctl = { .limited_cgroups = n };
-	__u32 zero = 0;
-	size_t i;
+	uint64_t *tops = malloc((n ? n : 1) * sizeof(*tops));
+	size_t i, n_tops = 0;
 	int err = 0;
 
+	if (!tops)
+		return -ENOMEM;
+	for (i = 0; i < n; i++)
+		if (!cgs[i].covered)
+			tops[n_tops++] = cgs[i].id;
+	qsort(tops, n_tops, sizeof(*tops), id_cmp);
 	/* Detach first what is no longer wanted. */
 	for (i = 0; i < e->n_ingress;) {
-		if (wanted_top(cgs, n, e->ingress[i].id))
+		if (bsearch(&e->ingress[i].id, tops, n_tops, sizeof(*tops), id_cmp))
 			i++;
 		else
 			ingress_detach(e, i);
 	}
+	free(tops);
 	for (i = 0; i < n; i++) {
-		struct ingress_link l = { .id = cgs[i].id };
-		char name[64];
-		void *p;
-		int r;
+		int r = ingress_want(e, &cgs[i]);
 
-		if (ingress_find(e, cgs[i].id) || has_limited_ancestor(cgs, n, cgs[i].path))
-			continue;
-		if (!path_within(cgs[i].path, e->scope)) {
-			log_warn("%s: outside the scope %s; limits are not enforced there",
-				 cgs[i].path, e->scope);
-			continue;
-		}
-		snprintf(name, sizeof(name), "ingress-%llu", (unsigned long long)cgs[i].id);
-		r = cgroup_link_ensure(e, e->ingress_prog, cgs[i].path, name, &l.fd);
-		if (r) {
-			log_err("%s: cannot attach ingress refusal: %s", cgs[i].path, strerror(-r));
-			err = err ?: r;
-			continue;
-		}
-		p = realloc(e->ingress, (e->n_ingress + 1) * sizeof(*e->ingress));
-		if (!p) {
-			close(l.fd);
-			return -ENOMEM;
-		}
-		e->ingress = p;
-		e->ingress[e->n_ingress++] = l;
-		log_debug("%s: ingress refusal attached", cgs[i].path);
+		if (r == -ENOMEM)
+			return r;
+		err = err ?: r;
 	}
-	if (bpf_map_update_elem(bpf_map__fd(e->skel->maps.enforce_ctl), &zero, &ctl, BPF_ANY))
-		return -errno;
+	err = ctl_update(e, n) ?: err;
 	if (limits_changed(e))
 		err = enforce_sweep(e) ?: err;
 	sockets_prune(e);
 	return err;
+}
+
+int enforce_add_limited(struct enforcer *e, const struct enforce_cgroup *cgs, size_t n,
+			unsigned limited)
+{
+	int err = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		int r = ingress_want(e, &cgs[i]);
+
+		if (r == -ENOMEM)
+			return r;
+		err = err ?: r;
+	}
+	err = ctl_update(e, limited) ?: err;
+	/* A socket made in the moment before its cgroup had limits has no caps. */
+	if (n)
+		err = enforce_sweep(e) ?: err;
+	return err;
+}
+
+int enforce_forget(struct enforcer *e, uint64_t id, unsigned limited)
+{
+	size_t i = ingress_index(e, id);
+
+	if (i < e->n_ingress && e->ingress[i].id == id)
+		ingress_detach(e, i);
+	return ctl_update(e, limited);
 }
 
 /* --------------------------------------------------------- start, close */

@@ -9,6 +9,7 @@
 #ifndef TCPBUF_ENFORCE_DAEMON_H
 #define TCPBUF_ENFORCE_DAEMON_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "cgroups.h"
@@ -27,6 +28,7 @@ struct enforce_opts {
 struct enforce_cgroup {
 	uint64_t id;
 	const char *path;
+	bool covered;		/* an ancestor has limits too */
 };
 
 int enforce_start(const struct enforce_opts *opts, struct enforcer **out);
@@ -43,6 +45,11 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree);
  * longer, and sweep so existing sockets get (or lose) their caps.
  */
 int enforce_set_limited(struct enforcer *e, const struct enforce_cgroup *cgs, size_t n);
+/* @cgs got limits (new cgroups); @limited cgroups have limits now. */
+int enforce_add_limited(struct enforcer *e, const struct enforce_cgroup *cgs, size_t n,
+			unsigned limited);
+/* The cgroup @id lost its limits or is gone; @limited cgroups have limits now. */
+int enforce_forget(struct enforcer *e, uint64_t id, unsigned limited);
 
 /* Bring every socket to the caps of its ancestors' states now. */
 int enforce_sweep(struct enforcer *e);

@@ -5,6 +5,8 @@
  * thresholds a container chose with `tcpbufctl set` override the rule's.
  */
 #include <errno.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
@@ -50,22 +52,47 @@ static bool limits_for(const struct daemon *d, const char *path, struct cgroup_l
 	return true;
 }
 
-/* Enforcement follows the limits: ingress refusal where limits are, caps swept. */
-static void limits_enforce(struct daemon *d, const struct enforce_cgroup *cgs, size_t n)
+/* Whether a cgroup above @path has limits: a look-up per level, not a scan. */
+static bool has_limited_ancestor(const struct cgroup_tree *t, const char *path)
 {
-	int r;
+	char parent[PATH_MAX];
+	const struct cgroup_entry *e;
+	char *slash;
 
-	if (!d->enforce)
-		return;
-	r = enforce_set_limited(d->enforce, cgs, n);
-	if (r)
-		log_warn("enforcement not fully updated: %s", strerror(-r));
+	if (snprintf(parent, sizeof(parent), "%s", path) >= (int)sizeof(parent))
+		return false;
+	while (strcmp(parent, "/") && (slash = strrchr(parent, '/'))) {
+		slash[slash == parent] = '\0';	/* "/a" -> "/", "/a/b" -> "/a" */
+		e = cgroup_tree_find_path(t, parent);
+		if (e && e->limited)
+			return true;
+	}
+	return false;
+}
+
+/* Write @want for @e unless the map holds it already. */
+static int limits_write(int fd, const struct cgroup_entry *e, const struct cgroup_limits *want)
+{
+	struct cgroup_limits have;
+
+	if (!bpf_map_lookup_elem(fd, &e->id, &have) && !memcmp(&have, want, sizeof(*want)))
+		return 0;
+	if (bpf_map_update_elem(fd, &e->id, want, BPF_ANY)) {
+		int err = -errno;
+
+		log_err("%s: cannot set limits: %s", e->path, strerror(-err));
+		return err;
+	}
+	log_info("%s: limit %llu pages (min %llu, pressure %llu, max %llu)", e->path,
+		 (unsigned long long)want->limit_pages, (unsigned long long)want->min_pages,
+		 (unsigned long long)want->pressure_pages, (unsigned long long)want->max_pages);
+	return 0;
 }
 
 int limits_apply(struct daemon *d)
 {
-	int fd = loader_limits_fd(d->bpf);
-	struct cgroup_limits want, have;
+	int fd = loader_limits_fd(d->bpf), r;
+	struct cgroup_limits want;
 	struct enforce_cgroup *limited_cgs;
 	unsigned limited = 0;
 	__u64 key, next, *prev = NULL;
@@ -75,40 +102,95 @@ int limits_apply(struct daemon *d)
 	if (!limited_cgs)
 		return -ENOMEM;
 	for (i = 0; i < d->tree.n; i++) {
-		const struct cgroup_entry *e = &d->tree.entries[i];
+		struct cgroup_entry *e = d->tree.entries[i];
 
-		if (!limits_for(d, e->path, &want))
+		e->limited = limits_for(d, e->path, &want);
+		if (!e->limited)
 			continue;
-		limited_cgs[limited] = (struct enforce_cgroup){ .id = e->id, .path = e->path };
-		limited++;
-		if (!bpf_map_lookup_elem(fd, &e->id, &have) && !memcmp(&have, &want, sizeof(want)))
-			continue;
-		if (bpf_map_update_elem(fd, &e->id, &want, BPF_ANY)) {
-			int err = -errno;
-
-			log_err("%s: cannot set limits: %s", e->path, strerror(-err));
+		limited_cgs[limited++] = (struct enforce_cgroup){ .id = e->id, .path = e->path };
+		r = limits_write(fd, e, &want);
+		if (r) {
 			free(limited_cgs);
-			return err;
+			return r;
 		}
-		log_info("%s: limit %llu pages (min %llu, pressure %llu, max %llu)", e->path,
-			 (unsigned long long)want.limit_pages, (unsigned long long)want.min_pages,
-			 (unsigned long long)want.pressure_pages, (unsigned long long)want.max_pages);
 	}
+	/* Every cgroup's flag is set: now which are below another limited one. */
+	for (i = 0; i < limited; i++)
+		limited_cgs[i].covered = has_limited_ancestor(&d->tree, limited_cgs[i].path);
 	/* Drop limits of cgroups that are gone or no longer match any rule. */
 	for (; !bpf_map_get_next_key(fd, prev, &next);) {
-		const char *path = cgroup_tree_path(&d->tree, next);
+		const struct cgroup_entry *e = cgroup_tree_find(&d->tree, next);
 
-		if (!path || !limits_for(d, path, &want)) {
+		if (!e || !e->limited) {
 			bpf_map_delete_elem(fd, &next);
-			if (path)
-				log_info("%s: limits removed", path);
+			if (e)
+				log_info("%s: limits removed", e->path);
 			continue; /* restart from the same predecessor */
 		}
 		key = next;
 		prev = &key;
 	}
 	d->limited_cgroups = limited;
-	limits_enforce(d, limited_cgs, limited);
+	if (d->enforce) {
+		r = enforce_set_limited(d->enforce, limited_cgs, limited);
+		if (r)
+			log_warn("enforcement not fully updated for %u limited cgroups: %s", limited,
+				 strerror(-r));
+	}
 	free(limited_cgs);
 	return 0;
+}
+
+int limits_add(struct daemon *d, const uint64_t *ids, size_t n)
+{
+	int fd = loader_limits_fd(d->bpf), r = 0;
+	struct enforce_cgroup *added;
+	struct cgroup_limits want;
+	size_t n_added = 0;
+
+	added = calloc(n ? n : 1, sizeof(*added));
+	if (!added)
+		return -ENOMEM;
+	/* Parents come before their children, so each sees its ancestors' flags. */
+	for (size_t i = 0; i < n && !r; i++) {
+		struct cgroup_entry *e = cgroup_tree_find(&d->tree, ids[i]);
+
+		if (!e || e->limited || !limits_for(d, e->path, &want))
+			continue;
+		r = limits_write(fd, e, &want);
+		if (r)
+			break;
+		e->limited = true;
+		d->limited_cgroups++;
+		added[n_added++] = (struct enforce_cgroup){
+			.id = e->id, .path = e->path, .covered = has_limited_ancestor(&d->tree, e->path),
+		};
+	}
+	if (d->enforce && n_added) {
+		int er = enforce_add_limited(d->enforce, added, n_added, d->limited_cgroups);
+
+		if (er)
+			log_warn("enforcement not fully updated for %zu new limited cgroups: %s",
+				 n_added, strerror(-er));
+	}
+	free(added);
+	return r;
+}
+
+void limits_forget(struct daemon *d, const struct cgroup_entry *e)
+{
+	int fd = loader_limits_fd(d->bpf), r;
+
+	if (!e->limited)
+		return;
+	if (bpf_map_delete_elem(fd, &e->id) && errno != ENOENT)
+		log_warn("%s: cannot remove its limits (id %llu): %s", e->path,
+			 (unsigned long long)e->id, strerror(errno));
+	d->limited_cgroups--;
+	if (!d->enforce)
+		return;
+	r = enforce_forget(d->enforce, e->id, d->limited_cgroups);
+	if (r)
+		log_warn("%s: enforcement not fully updated after its removal: %s", e->path,
+			 strerror(-r));
 }

@@ -250,3 +250,13 @@ int status_prune(int usage_fd, const struct cgroup_tree *tree, size_t *pruned)
 	*pruned = n;
 	return 0;
 }
+
+int status_forget(int usage_fd, uint64_t id)
+{
+	struct cgroup_usage u;
+
+	/* Pages still charged are returned as its sockets close: status_prune() then. */
+	if (bpf_map_lookup_elem(usage_fd, &id, &u) || u.usage_pages > 0)
+		return 0;
+	return bpf_map_delete_elem(usage_fd, &id) ? 0 : 1;
+}

@@ -91,8 +91,7 @@ int daemon_reload(struct daemon *d, char *err, size_t errlen)
 	}
 	config_free(&d->cfg);
 	d->cfg = next;
-	cgroup_tree_scan(&d->tree);
-	r = limits_apply(d);
+	r = daemon_resync(d);
 	if (!r)
 		log_info("configuration reloaded: %zu rules, %u cgroups limited", d->cfg.n_rules,
 			 d->limited_cgroups);
@@ -111,23 +110,172 @@ static int arm_timer(int fd, unsigned ms)
 	return timerfd_settime(fd, 0, &its, NULL) ? -errno : 0;
 }
 
-/* Follow the cgroup tree: new cgroups get their limits, gone ones leave the maps. */
-static void tree_changed(struct daemon *d, int watch_fd)
+static uint64_t mono_ms(void)
 {
-	size_t pruned = 0;
+	struct timespec ts;
 
-	if (cgroup_tree_scan(&d->tree))
-		return;
-	/* A directory made between the scan and the watch on its parent sends
-	 * no event: when new watches went in, look once more. */
-	while (watch_fd >= 0 && cgwatch_sync(watch_fd, &d->tree) > 0 && !cgroup_tree_scan(&d->tree))
-		;
-	limits_apply(d);
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * The full pass is the safety net behind the watch, and costs O(cgroups):
+ * after one that took T ms the next comes no sooner than RESYNC_SHARE * T
+ * later, so at any size it takes at most 1/RESYNC_SHARE of a core.
+ */
+#define RESYNC_SHARE 200
+
+/* Called for every directory before its subdirectories are read, so one
+ * made meanwhile sends an event. */
+static int watch_dir(void *ctx, const char *rel)
+{
+	struct daemon *d = ctx;
+	int r;
+
+	if (!d->watch || !d->watch_complete)
+		return 0;
+	r = cgwatch_add(d->watch, rel);
+	if (r && r != -ENOENT) {
+		log_warn("%s%s: cannot watch the cgroup tree: %s; new cgroups are seen every %u ms",
+			 d->tree.mount, strcmp(rel, "/") ? rel : "", strerror(-r),
+			 d->cfg.poll_interval_ms);
+		d->watch_complete = false;
+	}
+	return 0;
+}
+
+int daemon_resync(struct daemon *d)
+{
+	uint64_t start = mono_ms(), took, wait;
+	size_t pruned = 0;
+	int r;
+
+	d->watch_complete = d->watch != NULL;
+	d->resync_needed = false;
+	r = cgroup_tree_scan(&d->tree, watch_dir, d);
+	if (r) {
+		log_err("cannot read the cgroup tree at %s: %s", d->tree.mount, strerror(-r));
+		return r;
+	}
+	r = limits_apply(d);
 	status_prune(loader_usage_fd(d->bpf), &d->tree, &pruned);
-	if (pruned)
-		log_debug("forgot %zu removed cgroups", pruned);
+	took = mono_ms() - start;
+	wait = took * RESYNC_SHARE > d->cfg.poll_interval_ms ? took * RESYNC_SHARE
+							     : d->cfg.poll_interval_ms;
+	d->next_resync_ms = mono_ms() + wait;
+	log_debug("cgroup tree read in %llu ms: %zu cgroups, %u limited, %zu removed ones "
+		  "forgotten; the next full pass in %llu ms", (unsigned long long)took, d->tree.n,
+		  d->limited_cgroups, pruned, (unsigned long long)wait);
 	notify_status(tcpbuf_mode_name(loader_mode(d->bpf)), d->limited_cgroups);
 	log_state_flush();
+	return r;
+}
+
+/* The cgroups the watch reported, made or removed since the last read. */
+struct follow {
+	struct daemon *d;
+	uint64_t *ids;		/* made, parents first */
+	size_t n, cap;
+};
+
+static void forget_cgroup(struct daemon *d, const char *rel)
+{
+	struct cgroup_entry *e = cgroup_tree_remove(&d->tree, rel);
+
+	if (!e)
+		return;
+	limits_forget(d, e);
+	if (status_forget(loader_usage_fd(d->bpf), e->id))
+		log_debug("%s: removed; forgotten", e->path);
+	free(e);
+}
+
+static int follow_new_dir(void *ctx, uint64_t id, const char *rel)
+{
+	struct follow *f = ctx;
+	struct cgroup_entry *old;
+	int r;
+
+	watch_dir(f->d, rel);
+	old = cgroup_tree_find_path(&f->d->tree, rel);
+	if (old && old->id != id)
+		forget_cgroup(f->d, rel);	/* removed and made again */
+	r = cgroup_tree_add(&f->d->tree, id, rel);
+	if (r == -EEXIST) {
+		f->d->resync_needed = true;	/* known under another path: moved */
+		return 0;
+	}
+	if (r <= 0)
+		return r;
+	if (f->n == f->cap) {
+		size_t cap = f->cap ? f->cap * 2 : 16;
+		void *p = realloc(f->ids, cap * sizeof(*f->ids));
+
+		if (!p)
+			return -ENOMEM;
+		f->ids = p;
+		f->cap = cap;
+	}
+	f->ids[f->n++] = id;
+	return 0;
+}
+
+static void on_change(void *ctx, enum cgwatch_change change, const char *rel)
+{
+	struct follow *f = ctx;
+	int r;
+
+	switch (change) {
+	case CGWATCH_CREATED:
+		/* Its subdirectories may be there already (mkdir -p): the walk sees them. */
+		r = cgroup_walk(f->d->tree.mount, rel, follow_new_dir, f);
+		if (r && r != -ENOENT) {
+			log_warn("%s%s: cannot read the new cgroup: %s; reading the whole tree",
+				 f->d->tree.mount, rel, strerror(-r));
+			f->d->resync_needed = true;
+		}
+		break;
+	case CGWATCH_REMOVED:
+		forget_cgroup(f->d, rel);
+		break;
+	case CGWATCH_LOST:
+		f->d->resync_needed = true;
+		break;
+	}
+}
+
+/* Work in proportion to what changed: only new cgroups get limits looked up. */
+static void tree_follow(struct daemon *d)
+{
+	struct follow f = { .d = d };
+	int n, r;
+
+	n = cgwatch_read(d->watch, on_change, &f);
+	if (n < 0) {
+		log_warn("cannot read the cgroup tree's changes: %s; reading the whole tree",
+			 strerror(-n));
+		d->resync_needed = true;
+	}
+	if (f.n) {
+		r = limits_add(d, f.ids, f.n);
+		if (r)
+			log_warn("limits of %zu new cgroups not all set: %s", f.n, strerror(-r));
+	}
+	free(f.ids);
+	if (d->resync_needed) {
+		daemon_resync(d);
+	} else if (n > 0) {
+		notify_status(tcpbuf_mode_name(loader_mode(d->bpf)), d->limited_cgroups);
+		log_state_flush();
+	}
+}
+
+void daemon_tree_current(struct daemon *d)
+{
+	if (d->watch_complete)
+		tree_follow(d);
+	else
+		cgroup_tree_scan(&d->tree, watch_dir, d);
 }
 
 static int epoll_add(int ep, int fd)
@@ -149,7 +297,7 @@ static int event_loop(struct daemon *d)
 	struct epoll_event events[8];
 	struct signalfd_siginfo si;
 	sigset_t mask;
-	int ep, sfd, poll_fd, sample_fd, watch_fd, enforce_fd, n, i;
+	int ep, sfd, poll_fd, sample_fd, watch_fd = -1, enforce_fd, n, i;
 	int watchdog_fd = notify_watchdog_timer();
 	bool running = true;
 
@@ -164,13 +312,18 @@ static int event_loop(struct daemon *d)
 	ep = epoll_create1(EPOLL_CLOEXEC);
 	if (sfd < 0 || poll_fd < 0 || sample_fd < 0 || ep < 0)
 		return -errno;
-	/* The poll timer is the safety net; inotify makes new cgroups prompt. */
-	watch_fd = cgwatch_open();
-	if (watch_fd < 0)
-		log_warn("cannot watch the cgroup tree (%s); new cgroups are seen every %u ms",
-			 strerror(-watch_fd), d->cfg.poll_interval_ms);
-	else if (cgwatch_sync(watch_fd, &d->tree) < 0 || epoll_add(ep, watch_fd))
-		log_warn("cgroup tree watch incomplete; polling every %u ms", d->cfg.poll_interval_ms);
+	/* The watch follows the tree; the poll timer is the safety net. */
+	if (d->watch) {
+		watch_fd = cgwatch_fd(d->watch);
+		if (epoll_add(ep, watch_fd)) {
+			log_warn("cannot poll the cgroup tree's watch: %s; new cgroups are seen every %u ms",
+				 strerror(errno), d->cfg.poll_interval_ms);
+			cgwatch_close(d->watch);
+			d->watch = NULL;
+			d->watch_complete = false;
+			watch_fd = -1;
+		}
+	}
 	arm_timer(poll_fd, d->cfg.poll_interval_ms);
 	if (loader_mode(d->bpf) == TCPBUF_MODE_SAMPLED)
 		arm_timer(sample_fd, d->cfg.sample_interval_ms);
@@ -198,14 +351,14 @@ static int event_loop(struct daemon *d)
 						running = false;
 				}
 			} else if (fd == poll_fd) {
-				if (timer_expired(poll_fd))
-					tree_changed(d, watch_fd);
+				if (timer_expired(poll_fd) &&
+				    (!d->watch_complete || mono_ms() >= d->next_resync_ms))
+					daemon_resync(d);
 			} else if (fd == sample_fd) {
 				if (timer_expired(sample_fd))
 					loader_reconcile(d->bpf);
 			} else if (fd == watch_fd) {
-				if (cgwatch_drain(watch_fd) > 0)
-					tree_changed(d, watch_fd);
+				tree_follow(d);
 			} else if (fd == enforce_fd) {
 				enforce_handle_events(d->enforce, &d->tree);
 			} else if (fd == watchdog_fd) {
@@ -219,8 +372,6 @@ static int event_loop(struct daemon *d)
 			}
 		}
 	}
-	if (watch_fd >= 0)
-		close(watch_fd);
 	if (watchdog_fd >= 0)
 		close(watchdog_fd);
 	close(ep);
@@ -339,10 +490,13 @@ int main(int argc, char **argv)
 	log_info("%s accounting %s at %s (cgroup v2 at %s)", tcpbuf_mode_name(loader_mode(d.bpf)),
 		 loader_adopted(d.bpf) ? "adopted from pins" : "attached", lo.pin_path,
 		 d.tree.mount);
-	cgroup_tree_scan(&d.tree);
+	r = cgwatch_open(d.tree.mount, &d.watch);
+	if (r)
+		log_warn("cannot watch the cgroup tree at %s: %s; new cgroups are seen every %u ms",
+			 d.tree.mount, strerror(-r), d.cfg.poll_interval_ms);
 	r = start_enforcement(&d);
 	if (!r)
-		r = limits_apply(&d);
+		r = daemon_resync(&d);
 	if (!r) {
 		d.ctl_fd = control_listen(daemon_socket_path(&d), d.cfg.socket_mode, d.cfg.socket_group);
 		if (d.ctl_fd < 0) {
@@ -363,6 +517,7 @@ int main(int argc, char **argv)
 		log_info("stopped; programs and maps stay pinned at %s", daemon_pin_path(&d));
 	enforce_close(d.enforce);
 	loader_close(d.bpf);
+	cgwatch_close(d.watch);
 	cgroup_tree_free(&d.tree);
 	free(d.thresholds);
 	config_free(&d.cfg);
