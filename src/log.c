@@ -155,7 +155,7 @@ static int journal_send(int prio, const char *msg, const char *cgroup, const cha
 	FIELD("MESSAGE_ID=%s", LOG_STATE_MESSAGE_ID);
 	FIELD("CGROUP=%s", cgroup);
 	FIELD("USAGE_PAGES=%llu", (unsigned long long)usage);
-	FIELD("LIMIT_PAGES=%llu", (unsigned long long)limit);
+	FIELD("THRESHOLD_PAGES=%llu", (unsigned long long)limit);
 	FIELD("STATE=%s", state);
 	FIELD("MODE=%s", mode);
 	if (*prev)
@@ -180,11 +180,11 @@ static void emit(const char *cgroup, const char *state, const char *prev, uint64
 		return;
 	if (held)	/* a summary names the state, not a transition */
 		snprintf(msg, sizeof(msg),
-			 "%s: now %s (usage %llu pages, limit %llu pages); %u change%s not logged",
+			 "%s: now %s (usage %llu pages, threshold %llu pages); %u change%s not logged",
 			 cgroup, state, (unsigned long long)usage, (unsigned long long)limit,
 			 held, held == 1 ? " was" : "s were");
 	else
-		snprintf(msg, sizeof(msg), "%s: %s (usage %llu pages, limit %llu pages)", cgroup,
+		snprintf(msg, sizeof(msg), "%s: %s (usage %llu pages, threshold %llu pages)", cgroup,
 			 transition(prev, state), (unsigned long long)usage,
 			 (unsigned long long)limit);
 	if (log_to_journal() &&

@@ -25,7 +25,7 @@ bool log_to_journal(void);
  * tcpbuf_state_name() gives), @usage_pages its usage now, @limit_pages the
  * threshold it is measured against (0 = none), @mode the accounting mode.
  * Under journald: one entry with MESSAGE=, CGROUP=, USAGE_PAGES=,
- * LIMIT_PAGES=, STATE=, PREVIOUS_STATE=, MODE= and MESSAGE_ID=
+ * THRESHOLD_PAGES=, STATE=, PREVIOUS_STATE=, MODE= and MESSAGE_ID=
  * LOG_STATE_MESSAGE_ID (`journalctl MESSAGE_ID=… CGROUP=/x`); otherwise a
  * plain line on stderr ("/x: entered pressure (usage 3120 pages, limit 3072
  * pages)"). Rate-limited per cgroup: at most `burst` messages per

@@ -2,13 +2,13 @@
 /*
  * log.c's cgroup state changes, linked in on their own.
  *  - stderr not the journal: plain lines, "tcpbufd: /a: entered pressure
- *    (usage 3120 pages, limit 3072 pages)", worded by the transition;
+ *    (usage 3120 pages, threshold 3072 pages)", worded by the transition;
  *  - rate limit per cgroup: `burst` messages per interval; the rest is
  *    summed up by log_state_flush() once the interval is over, with the
  *    last state; another cgroup is not held back meanwhile;
  *  - $JOURNAL_STREAM naming stderr (as systemd sets it): one native
  *    journal entry per change with MESSAGE=, PRIORITY=, CGROUP=,
- *    USAGE_PAGES=, LIMIT_PAGES=, STATE=, PREVIOUS_STATE=, MODE= and
+ *    USAGE_PAGES=, THRESHOLD_PAGES=, STATE=, PREVIOUS_STATE=, MODE= and
  *    MESSAGE_ID=, and ordinary lines get a <N> prefix instead of the name.
  *    The journal socket is one the test binds in a private mount namespace
  *    (a tmpfs over /run), so the host's journal is never touched;
@@ -95,12 +95,12 @@ static int run_child(void (*fn)(void))
 /* ---- plain lines and the rate limit -------------------------------------- */
 
 static const char *const plain_expected =
-	"tcpbufd: /a: entered pressure (usage 3120 pages, limit 3072 pages)\n"
-	"tcpbufd: /a: hit max (usage 4100 pages, limit 4096 pages)\n"
-	"tcpbufd: /a: fell below max, still under pressure (usage 4000 pages, limit 4096 pages)\n"
-	"tcpbufd: /b: hit max (usage 10 pages, limit 8 pages)\n"
-	"tcpbufd: /a: now pressure (usage 3500 pages, limit 3072 pages); 6 changes were not logged\n"
-	"tcpbufd: /a: left pressure (usage 100 pages, limit 2048 pages)\n"
+	"tcpbufd: /a: entered pressure (usage 3120 pages, threshold 3072 pages)\n"
+	"tcpbufd: /a: hit max (usage 4100 pages, threshold 4096 pages)\n"
+	"tcpbufd: /a: fell below max, still under pressure (usage 4000 pages, threshold 4096 pages)\n"
+	"tcpbufd: /b: hit max (usage 10 pages, threshold 8 pages)\n"
+	"tcpbufd: /a: now pressure (usage 3500 pages, threshold 3072 pages); 6 changes were not logged\n"
+	"tcpbufd: /a: left pressure (usage 100 pages, threshold 2048 pages)\n"
 	"tcpbufd: ordinary line\n";
 
 static void plain_child(void)
@@ -215,9 +215,9 @@ static void journal_child(void)
 	printf("entry 1:\n%s", fields);
 	{
 		static const char *const want[] = {
-			"MESSAGE=/a: entered pressure (usage 3120 pages, limit 3072 pages)",
+			"MESSAGE=/a: entered pressure (usage 3120 pages, threshold 3072 pages)",
 			"PRIORITY=5", "SYSLOG_IDENTIFIER=tcpbufd", "MESSAGE_ID=" LOG_STATE_MESSAGE_ID,
-			"CGROUP=/a", "USAGE_PAGES=3120", "LIMIT_PAGES=3072", "STATE=pressure",
+			"CGROUP=/a", "USAGE_PAGES=3120", "THRESHOLD_PAGES=3072", "STATE=pressure",
 			"MODE=exact",
 		};
 
@@ -266,7 +266,7 @@ static void other_stream_child(void)
 	set_journal_stream(1);	/* stdout's stream, not stderr's */
 	log_state_change("/a", "max", 5, 4, "sampled");
 	got = slurp(path);
-	if (strcmp(got, "tcpbufd: /a: hit max (usage 5 pages, limit 4 pages)\n")) {
+	if (strcmp(got, "tcpbufd: /a: hit max (usage 5 pages, threshold 4 pages)\n")) {
 		printf("JOURNAL_STREAM of another fd: '%s'\n", got);
 		_exit(1);
 	}
