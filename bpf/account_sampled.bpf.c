@@ -3,8 +3,9 @@
  * Sampled accounting, for kernels that refuse trampolines (fentry/fexit):
  * at a few per-syscall and per-socket tracepoints, set the socket's charge to
  * its footprint (forward_alloc + wmem_queued + rmem_alloc, the pages the
- * kernel holds for it). Between samples, iter/tcp (reconcile.bpf.c) brings
- * every socket up to date. No per-packet hook runs here: growth of a stalled
+ * kernel holds for it), keeping the last page of a shrinking footprint.
+ * Between samples, iter/tcp (reconcile.bpf.c) brings every socket exactly
+ * up to date. No per-packet hook runs here: growth of a stalled
  * receiver's queue is seen at the next reconcile.
  */
 #include "charge.bpf.h"
@@ -13,18 +14,19 @@
 char LICENSE[] SEC("license") = "GPL";
 
 /* Kernel >= 6.3: fires at the end of every sendmsg/recvmsg, so the sample
- * already includes what that call queued or freed. */
+ * already includes what that call queued or freed. Lazy: a shrinking
+ * footprint keeps its last page until the next reconcile (charge.bpf.h). */
 SEC("tp_btf/sock_send_length")
 int BPF_PROG(send_length, struct sock *sk, int ret, int flags)
 {
-	sample_socket(sk);
+	sample_socket(sk, SAMPLE_LAZY);
 	return 0;
 }
 
 SEC("tp_btf/sock_recv_length")
 int BPF_PROG(recv_length, struct sock *sk, int ret, int flags)
 {
-	sample_socket(sk);
+	sample_socket(sk, SAMPLE_LAZY);
 	return 0;
 }
 
@@ -34,6 +36,6 @@ int BPF_PROG(recv_length, struct sock *sk, int ret, int flags)
 SEC("tp_btf/tcp_destroy_sock")
 int BPF_PROG(destroy_sock, struct sock *sk)
 {
-	sample_socket_to(sk, 0);
+	sample_socket_to(sk, 0, SAMPLE_EXACT);
 	return 0;
 }

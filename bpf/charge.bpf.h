@@ -199,24 +199,30 @@ static __always_inline void charge_one_cgroup(__u64 id, __u32 level, __s64 pages
 		cgroup_state_update(id, usage, now);
 }
 
-/* Charge the socket's cgroup and every ancestor below the root, as memcg does:
- * parents' usage includes their children's. */
-static __always_inline void charge_hierarchy(const struct sock *sk, __s64 pages,
-					     __s64 sockets)
+/*
+ * Read the socket's ancestry into its entry, once. cgroup_id, written last
+ * with an atomic (a full barrier), says the rest is there; two CPUs filling
+ * the same entry write the same values.
+ */
+static __always_inline void sock_ancestry_fill(struct sock_charge *sc, const struct sock *sk)
 {
 	struct cgroup *cg = sk_cgroup(sk);
-	bool enforce = limits_present();
+	__u64 own;
 	int i;
 
+	if (!cg)
+		return;
+	own = cgroup_id_of(cg);
+	sc->level = BPF_CORE_READ(cg, level);
 	for (i = 0; i < TCPBUF_MAX_DEPTH && cg; i++) {
-		int level = BPF_CORE_READ(cg, level);
-
-		if (level <= 0)
+		if (BPF_CORE_READ(cg, level) <= 0)
 			break;
-		charge_one_cgroup(cgroup_id_of(cg), level, pages, sockets, enforce);
+		sc->ancestors[i] = cgroup_id_of(cg);
 		/* struct cgroup starts with its css: the parent css is the parent cgroup. */
 		cg = (struct cgroup *)BPF_CORE_READ(cg, self.parent);
 	}
+	sc->levels = i;
+	__sync_val_compare_and_swap(&sc->cgroup_id, 0, own);
 }
 
 static __always_inline struct sock_charge *sock_charge_get(struct sock *sk, bool create)
@@ -225,18 +231,44 @@ static __always_inline struct sock_charge *sock_charge_get(struct sock *sk, bool
 
 	sc = bpf_sk_storage_get(&sock_charge, sk, NULL,
 				create ? BPF_SK_STORAGE_GET_F_CREATE : 0);
-	if (sc && create && !sc->cgroup_id) {
-		struct cgroup *cg = sk_cgroup(sk);
-
-		if (cg)
-			sc->cgroup_id = cgroup_id_of(cg);
-	}
+	if (sc && !sc->cgroup_id)
+		sock_ancestry_fill(sc, sk);
 	return sc;
+}
+
+struct charge_walk {
+	const struct sock_charge *sc;
+	__s64 pages, sockets;
+	bool enforce;
+};
+
+/* One level per call of bpf_loop(): the verifier checks the body once. */
+static long charge_level(__u64 i, void *ctx)
+{
+	struct charge_walk *w = ctx;
+	const struct sock_charge *sc = w->sc;
+
+	if (i >= TCPBUF_MAX_DEPTH || i >= sc->levels)
+		return 1;
+	charge_one_cgroup(sc->ancestors[i], sc->level - i, w->pages, w->sockets, w->enforce);
+	return 0;
+}
+
+/* Charge the socket's cgroup and every ancestor below the root, as memcg does:
+ * parents' usage includes their children's. */
+static __always_inline void charge_hierarchy(const struct sock_charge *sc, __s64 pages,
+					     __s64 sockets)
+{
+	struct charge_walk w = {
+		.sc = sc, .pages = pages, .sockets = sockets, .enforce = limits_present(),
+	};
+
+	bpf_loop(TCPBUF_MAX_DEPTH, charge_level, &w, 0);
 }
 
 /* Apply a charge of @pages (negative: uncharge) that moved the socket from
  * @before to @before + @pages charged pages. */
-static __always_inline void charge_apply(struct sock *sk, __s64 before, __s64 pages)
+static __always_inline void charge_apply(const struct sock_charge *sc, __s64 before, __s64 pages)
 {
 	__s64 after = before + pages;
 	__s64 sockets = 0;
@@ -245,7 +277,7 @@ static __always_inline void charge_apply(struct sock *sk, __s64 before, __s64 pa
 		sockets = 1;
 	else if (before > 0 && after <= 0)
 		sockets = -1;
-	charge_hierarchy(sk, pages, sockets);
+	charge_hierarchy(sc, pages, sockets);
 }
 
 /* Exact mode: the kernel charged (@pages > 0) or uncharged (@pages < 0) pages. */
@@ -264,12 +296,31 @@ static __always_inline void charge_socket(struct sock *sk, __s64 pages)
 	if (!pages)
 		return;
 	before = __sync_fetch_and_add(&sc->charged_pages, pages);
-	charge_apply(sk, before, pages);
+	charge_apply(sc, before, pages);
 }
 
-/* Sampled mode: make the socket's charge equal its footprint now. The exchange
- * makes concurrent samplers of one socket apply consistent deltas. */
-static __always_inline void sample_socket_to(struct sock *sk, __s64 target)
+/*
+ * What a sample at a syscall or a segment leaves charged: a footprint that
+ * shrank keeps its last page. A socket in request/response traffic holds one
+ * page after each send and none after each receive, so without this every
+ * sample would be a charge or an uncharge of the whole ancestry; the kernel
+ * keeps the same page in sk_forward_alloc (and memcg in its per-CPU stock)
+ * for the same reason. Destruction and the reconcile pass (every
+ * SampleIntervalMs and before every status) set the exact footprint, so the
+ * excess is at most one page per socket active since the last pass.
+ */
+#define TCPBUF_SAMPLE_KEEP_PAGES	1
+
+enum sample_kind {
+	SAMPLE_EXACT,	/* reconcile, sweep, destruction: the footprint as it is */
+	SAMPLE_LAZY,	/* syscalls and segments: shrink to no less than the kept page */
+};
+
+/* Sampled mode: make the socket's charge its footprint now (see above). The
+ * exchange makes concurrent samplers of one socket apply consistent deltas;
+ * a sample that changes nothing costs a storage lookup and no atomic. */
+static __always_inline void sample_socket_to(struct sock *sk, __s64 target,
+					     enum sample_kind kind)
 {
 	struct sock_charge *sc;
 	__s64 before;
@@ -279,14 +330,23 @@ static __always_inline void sample_socket_to(struct sock *sk, __s64 target)
 	sc = sock_charge_get(sk, target > 0);
 	if (!sc)
 		return;
+	before = sc->charged_pages;
+	if (kind == SAMPLE_LAZY && target < before) {
+		__s64 keep = before < TCPBUF_SAMPLE_KEEP_PAGES ? before : TCPBUF_SAMPLE_KEEP_PAGES;
+
+		if (target < keep)
+			target = keep;
+	}
+	if (target == before)
+		return;
 	before = __sync_lock_test_and_set(&sc->charged_pages, target);
 	if (before != target)
-		charge_apply(sk, before, target - before);
+		charge_apply(sc, before, target - before);
 }
 
-static __always_inline void sample_socket(struct sock *sk)
+static __always_inline void sample_socket(struct sock *sk, enum sample_kind kind)
 {
-	sample_socket_to(sk, sk_footprint_pages(sk));
+	sample_socket_to(sk, sk_footprint_pages(sk), kind);
 }
 
 #endif /* TCPBUF_CHARGE_BPF_H */

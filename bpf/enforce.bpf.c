@@ -147,7 +147,7 @@ extern void *bpf_cast_to_kern_ctx(void *obj) __ksym __weak;
  * slack of max/32), so a full cgroup cannot starve a reader.
  */
 struct ingress_walk {
-	__u64 cg;
+	const struct sock_charge *sc;
 	__s64 pages;		/* the segment and the socket's backlog, in pages */
 	__s64 skb_pages;	/* the segment alone */
 	__s64 rmem;		/* the socket's receive memory, bytes */
@@ -168,7 +168,7 @@ static long ingress_walk_level(__u64 i, void *ctx)
 	__s64 want, max;
 	__u64 id;
 
-	if (!walk_level(&w->cg, &id))
+	if (!walk_level(w->sc, i, &id))
 		return 1;
 	l = bpf_map_lookup_elem(&cgroup_limits, &id);
 	if (!l)
@@ -219,45 +219,103 @@ static __always_inline bool tcp_would_queue(struct sock *sk, const struct tcp_so
 	return rmem == 0 || rmem <= sk->sk_rcvbuf;
 }
 
+/*
+ * Whether @extra pages more leave every limited ancestor of the socket in
+ * normal state below pressure and below the point where the writers' reserve
+ * starts to count against max (max_effective()). Then the segment can
+ * neither be refused nor change a state, and nothing needs doing: the reader
+ * charges it at its next sample, as in any other cgroup. This is what keeps
+ * ingress at a few lookups per segment while a cgroup is far from its limits,
+ * which is nearly always.
+ */
+static __always_inline bool ingress_far(const struct sock_charge *sc, __s64 extra)
+{
+	__u32 n = sc->levels;
+	int i;
+
+	for (i = 0; i < TCPBUF_MAX_DEPTH; i++) {
+		struct cgroup_limits *l;
+		struct cgroup_usage *u;
+		__s64 want, max;
+		__u64 id;
+
+		if (i >= n)
+			break;
+		id = sc->ancestors[i];
+		l = bpf_map_lookup_elem(&cgroup_limits, &id);
+		if (!l)
+			continue;
+		u = bpf_map_lookup_elem(&cgroup_usage, &id);
+		if (u && u->state != TCPBUF_STATE_NORMAL)
+			return false;
+		want = (u ? u->usage_pages : 0) + extra;
+		max = l->max_pages;
+		if (l->pressure_pages && want >= (__s64)l->pressure_pages)
+			return false;
+		if (max && want >= max - (max >> 2) - (max >> 6) - 16)
+			return false;
+	}
+	return true;
+}
+
 static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 {
 	struct bpf_sock *bsk = skb->sk;
 	struct ingress_walk w = {};
+	struct sock_charge *sc;
 	struct tcp_sock *tp;
 	struct sock *sk;
+	__s64 uncharged = 0;
 	__u32 seq = 0;
+	bool far;
 	int len;
 
 	if (!bsk)
 		return 1;
 	bsk = bpf_sk_fullsock(bsk);
-	if (!bsk || bsk->protocol != IPPROTO_TCP_NUM)
-		return 1;
-	len = tcp_payload_len(skb, &seq);
-	if (len <= 0)
+	if (!bsk || bsk->protocol != IPPROTO_TCP_NUM || !limits_present())
 		return 1;
 	tp = bpf_skc_to_tcp_sock(bsk);
-	if (!tp || !limits_present())
+	if (!tp)
 		return 1;
 	sk = (struct sock *)tp;
-	if (!tcp_new_data(tp, seq, len))
-		return 1;	/* a duplicate: TCP ignores it, nothing to refuse */
+	sc = sock_charge_get(sk, true);
+	if (!sc)
+		return 1;
 	/* What this segment adds, and what already waits in the socket's
 	 * backlog (its reader holds the lock): neither is charged yet, in
 	 * either mode, and a slow reader can let the backlog grow large. */
 	w.skb_pages = (truesize + TCPBUF_PAGE_SIZE - 1) >> TCPBUF_PAGE_SHIFT;
 	w.pages = (truesize + sk->sk_backlog.len + TCPBUF_PAGE_SIZE - 1) >> TCPBUF_PAGE_SHIFT;
-	w.rmem = sk->sk_backlog.rmem_alloc.counter;
+	/* Sampled mode: what the socket would hold with the segment beyond
+	 * what it has charged (a reader's kept page often covers it). */
 	if (accounting_mode == TCPBUF_MODE_SAMPLED)
-		sample_socket(sk);	/* this socket's part of usage, fresh */
-	w.cg = (__u64)sk_cgroup(sk);
-	bpf_loop(TCPBUF_MAX_DEPTH, ingress_walk_level, &w, 0);
-	if (w.refused)
-		return 0;
-	/* Sampled mode: charge the segment now. The next sample of the socket
-	 * corrects this to what TCP really queued. */
+		uncharged = sk_footprint_pages(sk) + w.pages - sc->charged_pages;
+	far = ingress_far(sc, uncharged > 0 ? uncharged : 0);
+	/* Far from every limit with nothing to charge: the common case of
+	 * request/response traffic, a few lookups. */
+	if (far && uncharged <= 0)
+		return 1;
+	len = tcp_payload_len(skb, &seq);
+	if (len <= 0)
+		return 1;
+	if (!tcp_new_data(tp, seq, len))
+		return 1;	/* a duplicate: TCP ignores it, nothing to refuse */
+	if (!far) {
+		w.rmem = sk->sk_backlog.rmem_alloc.counter;
+		if (accounting_mode == TCPBUF_MODE_SAMPLED)
+			sample_socket(sk, SAMPLE_LAZY);	/* this socket's part of usage, fresh */
+		w.sc = sc;
+		bpf_loop(TCPBUF_MAX_DEPTH, ingress_walk_level, &w, 0);
+		if (w.refused)
+			return 0;
+	}
+	/* Sampled mode: charge the segment now, so every socket's charge
+	 * covers what it holds and usage is never behind by a segment per
+	 * socket of the subtree (which is what makes "far" above sound). The
+	 * next sample of the socket corrects this to what TCP really queued. */
 	if (accounting_mode == TCPBUF_MODE_SAMPLED && tcp_would_queue(sk, tp, seq))
-		sample_socket_to(sk, sk_footprint_pages(sk) + w.pages);
+		sample_socket_to(sk, sk_footprint_pages(sk) + w.pages, SAMPLE_LAZY);
 	return 1;
 }
 
@@ -287,10 +345,11 @@ int enforce_ingress_compat(struct __sk_buff *skb)
  */
 static long state_refresh_level(__u64 i, void *ctx)
 {
+	const struct sock_charge *sc = *(const struct sock_charge **)ctx;
 	struct cgroup_usage *u;
 	__u64 id;
 
-	if (!walk_level(ctx, &id))
+	if (!walk_level(sc, i, &id))
 		return 1;
 	u = bpf_map_lookup_elem(&cgroup_usage, &id);
 	if (u)
@@ -308,10 +367,10 @@ SEC("iter/tcp")
 int enforce_sweep(struct bpf_iter__tcp *ctx)
 {
 	struct sock_common *skc = ctx->sk_common;
+	const struct sock_charge *refresh;
 	struct sock_enforce *se;
 	struct tcp_sock *tp;
 	struct sock *sk;
-	__u64 refresh;
 	struct caps c;
 	int flags;
 
@@ -332,9 +391,12 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 			return 0;
 	}
 	if (accounting_mode == TCPBUF_MODE_SAMPLED)
-		sample_socket(sk);
-	refresh = (__u64)sk_cgroup(sk);
-	bpf_loop(TCPBUF_MAX_DEPTH, state_refresh_level, &refresh, 0);
+		sample_socket(sk, SAMPLE_EXACT);
+	/* After state changes the states are fresh: the charges that moved
+	 * usage evaluated them. */
+	refresh = sweep_all ? sock_charge_get(sk, true) : NULL;
+	if (refresh)
+		bpf_loop(TCPBUF_MAX_DEPTH, state_refresh_level, &refresh, 0);
 	caps_compute(sk, tp, &c);
 	if (!se)
 		se = sock_enforce_get(sk, true);
@@ -366,9 +428,14 @@ int BPF_PROG(sendmsg_sample, const struct sock *csk, const struct msghdr *msg,
 	     const struct sk_buff *skb, int size_goal)
 {
 	struct sock *sk = (struct sock *)csk;
-	struct sock_enforce *se = sock_enforce_get(sk, false);
+	struct sock_enforce *se;
 
+	/* Every TCP socket on the host passes here: one without any socket
+	 * storage is none of ours, told without the storage lookup. */
+	if (!sk->sk_bpf_storage)
+		return 0;
+	se = sock_enforce_get(sk, false);
 	if (se && (se->flags & TCPBUF_SE_LIMITED))
-		sample_socket(sk);
+		sample_socket(sk, SAMPLE_LAZY);
 	return 0;
 }

@@ -196,26 +196,23 @@ static __always_inline void caps_level(struct caps *c, const struct cgroup_limit
 /*
  * Walks up a socket's cgroup ancestry run under bpf_loop(): the verifier
  * checks the body once, where an unrolled walk of TCPBUF_MAX_DEPTH levels
- * with branches in each would blow its instruction budget. The cgroup
- * pointer travels as a plain value (it is only ever read with
- * BPF_CORE_READ).
+ * with branches in each would blow its instruction budget. The ancestry is
+ * the one cached in the socket's sock_charge entry (charge.bpf.h): hash keys
+ * at hand instead of probe reads up the cgroup tree at every level.
  */
+static __always_inline bool walk_level(const struct sock_charge *sc, __u64 i, __u64 *id)
+{
+	if (i >= TCPBUF_MAX_DEPTH || i >= sc->levels)
+		return false;
+	*id = sc->ancestors[i];
+	return true;
+}
+
 struct caps_walk {
-	__u64 cg;
+	const struct sock_charge *sc;
 	__s64 unsent, rmem, chunk;
 	struct caps c;
 };
-
-static __always_inline struct cgroup *walk_level(__u64 *cgp, __u64 *id)
-{
-	struct cgroup *cg = (struct cgroup *)*cgp;
-
-	if (!cg || BPF_CORE_READ(cg, level) <= 0)
-		return NULL;
-	*id = cgroup_id_of(cg);
-	*cgp = (__u64)BPF_CORE_READ(cg, self.parent);
-	return cg;
-}
 
 static long caps_walk_level(__u64 i, void *ctx)
 {
@@ -223,7 +220,7 @@ static long caps_walk_level(__u64 i, void *ctx)
 	struct cgroup_limits *l;
 	__u64 id;
 
-	if (!walk_level(&w->cg, &id))
+	if (!walk_level(w->sc, i, &id))
 		return 1;
 	l = bpf_map_lookup_elem(&cgroup_limits, &id);
 	if (l)
@@ -238,20 +235,22 @@ static __always_inline void caps_compute(struct sock *sk, const struct tcp_sock 
 					 struct caps *c)
 {
 	struct caps_walk w = {
-		.cg = (__u64)sk_cgroup(sk),
 		.unsent = unsent_bytes(sk, tp),
 		.rmem = sk->sk_backlog.rmem_alloc.counter,
 		.chunk = send_chunk_bytes(tp),
 		.c = { .snd = CAP_NONE, .rcv = CAP_NONE, .state = TCPBUF_STATE_NORMAL },
 	};
 
-	if (limits_present())
-		bpf_loop(TCPBUF_MAX_DEPTH, caps_walk_level, &w, 0);
+	if (limits_present()) {
+		w.sc = sock_charge_get(sk, true);
+		if (w.sc)
+			bpf_loop(TCPBUF_MAX_DEPTH, caps_walk_level, &w, 0);
+	}
 	*c = w.c;
 }
 
 struct count_walk {
-	__u64 cg;
+	const struct sock_charge *sc;
 	__s64 sockets, senders;
 };
 
@@ -261,7 +260,7 @@ static long count_walk_level(__u64 i, void *ctx)
 	struct count_walk *w = ctx;
 	__u64 id;
 
-	if (!walk_level(&w->cg, &id))
+	if (!walk_level(w->sc, i, &id))
 		return 1;
 	cs = bpf_map_lookup_elem(&cgroup_sockets, &id);
 	if (!cs && (w->sockets > 0 || w->senders > 0)) {
@@ -285,18 +284,22 @@ static long count_walk_level(__u64 i, void *ctx)
 static __always_inline void socket_count(struct sock *sk, struct sock_enforce *se, bool counted,
 					 bool sender)
 {
-	struct count_walk w = { .cg = (__u64)sk_cgroup(sk) };
+	struct count_walk w = {};
 
-	if (counted != !!(se->flags & TCPBUF_SE_COUNTED)) {
+	if (counted != !!(se->flags & TCPBUF_SE_COUNTED))
 		w.sockets = counted ? 1 : -1;
-		se->flags ^= TCPBUF_SE_COUNTED;
-	}
-	if (sender != !!(se->flags & TCPBUF_SE_SENDER)) {
+	if (sender != !!(se->flags & TCPBUF_SE_SENDER))
 		w.senders = sender ? 1 : -1;
+	if (!w.sockets && !w.senders)
+		return;
+	w.sc = sock_charge_get(sk, true);
+	if (!w.sc)
+		return;	/* no memory for the entry: counted the next time */
+	if (w.sockets)
+		se->flags ^= TCPBUF_SE_COUNTED;
+	if (w.senders)
 		se->flags ^= TCPBUF_SE_SENDER;
-	}
-	if (w.sockets || w.senders)
-		bpf_loop(TCPBUF_MAX_DEPTH, count_walk_level, &w, 0);
+	bpf_loop(TCPBUF_MAX_DEPTH, count_walk_level, &w, 0);
 }
 
 /* After caps: a socket of a limited subtree counts; a writer once it sent. */

@@ -12,7 +12,7 @@
 #include <linux/types.h>
 #endif
 
-#define TCPBUF_LAYOUT_VERSION	1
+#define TCPBUF_LAYOUT_VERSION	2
 
 /* Deepest cgroup level charged; deeper cgroups charge their ancestors up to here. */
 #define TCPBUF_MAX_DEPTH	16
@@ -64,6 +64,15 @@ struct sock_charge {
 	__s64 charged_pages;	/* pages currently charged by this socket */
 	__u32 capped;		/* buffer sizes were capped by tcpbufd */
 	__u32 user_locked;	/* the application set SO_*BUF itself: never restore */
+	/*
+	 * The cgroups every charge of this socket goes to, its own first, read
+	 * once when the entry is created: a socket's cgroup is fixed at its
+	 * creation, and walking the ancestry through probe reads at every
+	 * charge cost more than the rest of the charge.
+	 */
+	__u32 levels;		/* entries in ancestors[] */
+	__u32 level;		/* level of the socket's own cgroup (ancestors[0]) */
+	__u64 ancestors[TCPBUF_MAX_DEPTH];
 };
 
 /* Map "meta" (array, one entry): who owns the pinned maps. */
