@@ -8,7 +8,8 @@
  * `mkdir -p` or a container runtime does) must be seen too, and cgroups the
  * glob does not match ('*' does not cross '/') must stay unlimited.
  * A removed cgroup is forgotten: no row with its id in status (neither its
- * limits nor its usage) within 1 s of rmdir, after it held sockets.
+ * limits nor its usage) within 1 s of rmdir, after it held sockets, and its
+ * ingress link is unpinned.
  */
 #define _GNU_SOURCE
 #include "harness.h"
@@ -67,7 +68,7 @@ static int has_id(const char *json, uint64_t id)
 
 int main(void)
 {
-	char name[64], conf[1024], *parent, *json;
+	char name[64], conf[1024], pin[1024], *parent, *json;
 	double t, worst = 0;
 	const char *ctr, *job, *other;
 	struct load_opts o = { .nconn = 2, .bytes = 256 << 10 };
@@ -148,6 +149,8 @@ int main(void)
 			break;
 		msleep(100);
 	}
+	snprintf(pin, sizeof(pin), "%s/links/ingress-%" PRIu64, daemon_pin_path(), id);
+	EXPECT_EQ(access(pin, F_OK), 0);
 	ASSERT_OK(rmdir(ctr));
 	t = now_sec();
 	while (now_sec() - t < 5) {
@@ -162,6 +165,8 @@ int main(void)
 	test_log("%s forgotten %.3f s after rmdir", cg_rel(ctr), t);
 	EXPECT_FALSE(i);
 	EXPECT_LE(t * 1000, 1000);
+	/* Its ingress refusal (it was a topmost limited cgroup) is unpinned too. */
+	EXPECT_NE(access(pin, F_OK), 0);
 	ctr = cg_create("ctr-0");
 	EXPECT_EQ(limit_of(ctr), CTR_LIMIT_PAGES);
 
