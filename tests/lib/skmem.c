@@ -274,3 +274,14 @@ int64_t memcg_sock_bytes(const char *path)
 	fclose(fp);
 	return v;
 }
+
+int64_t memcg_sock_bytes_settled(const char *path, int64_t want_pages, int64_t tol_pages)
+{
+	int64_t v = memcg_sock_bytes(path);
+
+	for (int i = 0; i < 3 && v >= 0 && llabs(v / SKMEM_PAGE - want_pages) > tol_pages; i++) {
+		usleep(2200 * 1000);
+		v = memcg_sock_bytes(path);
+	}
+	return v;
+}

@@ -59,4 +59,10 @@ int cg_subtree_ids(const char *path, uint64_t **ids);
  * (no memory controller, as on the hybrid host). */
 int64_t memcg_sock_bytes(const char *path);
 
+/* The same, read again (up to 3 times, 2.2 s apart) while it is more than
+ * tol_pages away from want_pages: memory.stat is flushed only once enough
+ * updates are pending (a charge batch per CPU), else by the kernel's periodic
+ * flush every 2 s, so a quiet cgroup's `sock` can lag for that long. */
+int64_t memcg_sock_bytes_settled(const char *path, int64_t want_pages, int64_t tol_pages);
+
 #endif /* TCPBUF_TEST_SKMEM_H */
