@@ -27,6 +27,8 @@ struct daemon {
 	bool watch_complete;		/* every cgroup has a watch: the tree follows it */
 	bool resync_needed;		/* the watch lost events */
 	uint64_t next_resync_ms;	/* CLOCK_MONOTONIC: the safety net's next full pass */
+	uint64_t *departed;		/* removed cgroups whose usage entry still holds pages */
+	size_t n_departed, departed_cap;
 	struct thresholds_entry *thresholds;	/* chosen by containers with `set` */
 	size_t n_thresholds;
 	int ctl_fd;

@@ -255,8 +255,12 @@ int status_forget(int usage_fd, uint64_t id)
 {
 	struct cgroup_usage u;
 
-	/* Pages still charged are returned as its sockets close: status_prune() then. */
-	if (bpf_map_lookup_elem(usage_fd, &id, &u) || u.usage_pages > 0)
+	if (bpf_map_lookup_elem(usage_fd, &id, &u))
+		return errno == ENOENT ? 1 : -errno;
+	/* Pages still charged are returned as its sockets close. */
+	if (u.usage_pages > 0)
 		return 0;
-	return bpf_map_delete_elem(usage_fd, &id) ? 0 : 1;
+	if (bpf_map_delete_elem(usage_fd, &id) && errno != ENOENT)
+		return -errno;
+	return 1;
 }

@@ -35,7 +35,8 @@ void status_print_table(FILE *f, const struct status_rows *rows, const char *mod
 
 /* Remove usage entries of cgroups that no longer exist and hold nothing. */
 int status_prune(int usage_fd, const struct cgroup_tree *tree, size_t *pruned);
-/* The same for one cgroup just removed: 1 if its entry went, 0 if it stays. */
+/* The same for one removed cgroup: 1 if it has no entry (now), 0 if it still
+ * holds pages, or -errno. */
 int status_forget(int usage_fd, uint64_t id);
 
 const char *tcpbuf_state_name(__u32 state);
