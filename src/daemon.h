@@ -25,6 +25,7 @@ struct daemon {
 	struct cgroup_tree tree;
 	struct cgwatch *watch;		/* NULL when the tree cannot be watched */
 	bool watch_complete;		/* every cgroup has a watch: the tree follows it */
+	bool watch_warned;		/* said that one has none */
 	bool resync_needed;		/* the watch lost events */
 	uint64_t next_resync_ms;	/* CLOCK_MONOTONIC: the safety net's next full pass */
 	uint64_t *departed;		/* removed cgroups whose usage entry still holds pages */

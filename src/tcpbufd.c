@@ -138,9 +138,12 @@ static int watch_dir(void *ctx, const char *rel)
 		return 0;
 	r = cgwatch_add(d->watch, rel);
 	if (r && r != -ENOENT) {
-		log_warn("%s%s: cannot watch the cgroup tree: %s; new cgroups are seen every %u ms",
-			 d->tree.mount, strcmp(rel, "/") ? rel : "", strerror(-r),
-			 d->cfg.poll_interval_ms);
+		/* Once, not at every pass of the polling that follows. */
+		if (!d->watch_warned)
+			log_warn("%s%s: cannot watch the cgroup tree: %s; new cgroups are seen "
+				 "every %u ms", d->tree.mount, strcmp(rel, "/") ? rel : "",
+				 strerror(-r), d->cfg.poll_interval_ms);
+		d->watch_warned = true;
 		d->watch_complete = false;
 	}
 	return 0;
@@ -158,6 +161,10 @@ int daemon_resync(struct daemon *d)
 	if (r) {
 		log_err("cannot read the cgroup tree at %s: %s", d->tree.mount, strerror(-r));
 		return r;
+	}
+	if (d->watch_complete && d->watch_warned) {
+		log_info("every cgroup of %s is watched again", d->tree.mount);
+		d->watch_warned = false;
 	}
 	r = limits_apply(d);
 	status_prune(loader_usage_fd(d->bpf), &d->tree, &pruned);
