@@ -75,13 +75,18 @@ static __always_inline bool limits_present(void)
  * cgroup_sockets, at most a quarter of max so a subtree of many writers
  * still receives. Max is in effect reached that much earlier.
  */
-static __always_inline __s64 sender_reserve_pages(__u64 id, const struct cgroup_limits *l)
+static __always_inline __s64 sender_reserve_of(const struct tcpbuf_cgroup_sockets *cs,
+					       const struct cgroup_limits *l)
 {
-	struct tcpbuf_cgroup_sockets *cs = bpf_map_lookup_elem(&cgroup_sockets, &id);
 	__s64 r = cs && cs->senders > 0 ? cs->senders * TCPBUF_SENDER_RESERVE_PAGES : 0;
 	__s64 quarter = l->max_pages >> 2;
 
 	return r < quarter ? r : quarter;
+}
+
+static __always_inline __s64 sender_reserve_pages(__u64 id, const struct cgroup_limits *l)
+{
+	return sender_reserve_of(bpf_map_lookup_elem(&cgroup_sockets, &id), l);
 }
 
 /* Max as ingress applies it: less the writers' reserve. Looked up only when

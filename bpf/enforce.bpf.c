@@ -18,7 +18,6 @@
 
 char LICENSE[] SEC("license") = "GPL";
 
-#define IPPROTO_TCP_NUM		6
 #define ETH_P_IP_NUM		0x0800
 #define ETH_P_IPV6_NUM		0x86DD
 
@@ -98,6 +97,11 @@ int enforce_sockops(struct bpf_sock_ops *skops)
 	if (!tp)
 		return 1;
 	sk = (struct sock *)tp;
+	if (!established) {
+		se = sock_enforce_get(sk, false);
+		if (se && caps_still_far(sk, tp, se))
+			return 1;
+	}
 	caps_compute(sk, tp, &c);
 	se = sock_enforce_get(sk, c.limited);
 	if (!se)
@@ -108,6 +112,7 @@ int enforce_sockops(struct bpf_sock_ops *skops)
 		notice_user_change(sk, se);
 	caps_apply(skops, sk, &c, se);
 	socket_count_update(sk, tp, se, &c);
+	caps_far_note(tp, se, &c);
 	cb_flags_set(skops, c.limited);
 	return 1;
 }
@@ -258,6 +263,26 @@ static __always_inline bool ingress_far(const struct sock_charge *sc, __s64 extr
 	return true;
 }
 
+/*
+ * The socket's footprint in pages once TCP has queued @bytes more. TCP takes
+ * them out of sk_forward_alloc first and raises that by whole pages only for
+ * the rest, so a segment that fits in the forward allocation adds nothing
+ * (a request/response reader's next message, always).
+ */
+static __always_inline __s64 footprint_with_pages(const struct sock *sk, __s64 bytes)
+{
+	__s64 fwd = sk->sk_forward_alloc;
+	__s64 held = fwd + sk->sk_wmem_queued + sk->sk_backlog.rmem_alloc.counter;
+
+	if (fwd < 0)
+		fwd = 0;
+	if (bytes > fwd)
+		held += bytes - fwd;
+	if (held <= 0)
+		return 0;
+	return (held + TCPBUF_PAGE_SIZE - 1) >> TCPBUF_PAGE_SHIFT;
+}
+
 static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 {
 	struct bpf_sock *bsk = skb->sk;
@@ -265,17 +290,14 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 	struct sock_charge *sc;
 	struct tcp_sock *tp;
 	struct sock *sk;
-	__s64 uncharged = 0;
+	__s64 uncharged = 0, with = 0;
 	__u32 seq = 0;
 	bool far;
 	int len;
 
-	if (!bsk)
+	if (!bsk || !limits_present())
 		return 1;
-	bsk = bpf_sk_fullsock(bsk);
-	if (!bsk || bsk->protocol != IPPROTO_TCP_NUM || !limits_present())
-		return 1;
-	tp = bpf_skc_to_tcp_sock(bsk);
+	tp = bpf_skc_to_tcp_sock(bsk);	/* full TCP sockets only */
 	if (!tp)
 		return 1;
 	sk = (struct sock *)tp;
@@ -289,8 +311,10 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 	w.pages = (truesize + sk->sk_backlog.len + TCPBUF_PAGE_SIZE - 1) >> TCPBUF_PAGE_SHIFT;
 	/* Sampled mode: what the socket would hold with the segment beyond
 	 * what it has charged (a reader's kept page often covers it). */
-	if (accounting_mode == TCPBUF_MODE_SAMPLED)
-		uncharged = sk_footprint_pages(sk) + w.pages - sc->charged_pages;
+	if (accounting_mode == TCPBUF_MODE_SAMPLED) {
+		with = footprint_with_pages(sk, truesize + sk->sk_backlog.len);
+		uncharged = with - sc->charged_pages;
+	}
 	far = ingress_far(sc, uncharged > 0 ? uncharged : 0);
 	/* Far from every limit with nothing to charge: the common case of
 	 * request/response traffic, a few lookups. */
@@ -309,13 +333,14 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 		bpf_loop(TCPBUF_MAX_DEPTH, ingress_walk_level, &w, 0);
 		if (w.refused)
 			return 0;
+		with = sk_footprint_pages(sk) + w.pages;	/* as charged before */
 	}
 	/* Sampled mode: charge the segment now, so every socket's charge
 	 * covers what it holds and usage is never behind by a segment per
 	 * socket of the subtree (which is what makes "far" above sound). The
 	 * next sample of the socket corrects this to what TCP really queued. */
 	if (accounting_mode == TCPBUF_MODE_SAMPLED && tcp_would_queue(sk, tp, seq))
-		sample_socket_to(sk, sk_footprint_pages(sk) + w.pages, SAMPLE_LAZY);
+		sample_socket_to(sk, with, SAMPLE_LAZY);
 	return 1;
 }
 
@@ -406,6 +431,7 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 	notice_user_change(sk, se);
 	caps_apply(sk, sk, &c, se);
 	socket_count_update(sk, tp, se, &c);
+	caps_far_note(tp, se, &c);
 	/* Sockets that predate the limits get the per-segment callback too
 	 * (TCP_BPF_SOCK_OPS_CB_FLAGS, kernel >= 6.11; older ones: sweeps only). */
 	flags = tp->bpf_sock_ops_cb_flags;
@@ -430,9 +456,10 @@ int BPF_PROG(sendmsg_sample, const struct sock *csk, const struct msghdr *msg,
 	struct sock *sk = (struct sock *)csk;
 	struct sock_enforce *se;
 
-	/* Every TCP socket on the host passes here: one without any socket
-	 * storage is none of ours, told without the storage lookup. */
-	if (!sk->sk_bpf_storage)
+	/* Every TCP socket on the host passes here: while no cgroup has
+	 * limits, or for a socket without any socket storage, nothing is
+	 * ours to do, and that is told without the storage lookup. */
+	if (!limits_present() || !sk->sk_bpf_storage)
 		return 0;
 	se = sock_enforce_get(sk, false);
 	if (se && (se->flags & TCPBUF_SE_LIMITED))

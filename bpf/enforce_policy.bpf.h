@@ -60,6 +60,7 @@ struct caps {
 	__s64 rcv;	/* ceiling for sk_rcvbuf, bytes; CAP_NONE: leave to autotuning */
 	__u32 state;	/* strictest state among the limited ancestors */
 	bool limited;	/* some ancestor has limits */
+	struct sock_charge *sc;	/* the socket's entry, whose ancestry was walked */
 };
 
 static __always_inline __s64 min_s64(__s64 a, __s64 b) { return a < b ? a : b; }
@@ -217,16 +218,18 @@ struct caps_walk {
 static long caps_walk_level(__u64 i, void *ctx)
 {
 	struct caps_walk *w = ctx;
+	struct tcpbuf_cgroup_sockets *cs;
 	struct cgroup_limits *l;
 	__u64 id;
 
 	if (!walk_level(w->sc, i, &id))
 		return 1;
 	l = bpf_map_lookup_elem(&cgroup_limits, &id);
-	if (l)
-		caps_level(&w->c, l, bpf_map_lookup_elem(&cgroup_usage, &id),
-			   bpf_map_lookup_elem(&cgroup_sockets, &id),
-			   sender_reserve_pages(id, l), w->unsent, w->rmem, w->chunk);
+	if (!l)
+		return 0;
+	cs = bpf_map_lookup_elem(&cgroup_sockets, &id);
+	caps_level(&w->c, l, bpf_map_lookup_elem(&cgroup_usage, &id), cs,
+		   sender_reserve_of(cs, l), w->unsent, w->rmem, w->chunk);
 	return 0;
 }
 
@@ -247,6 +250,7 @@ static __always_inline void caps_compute(struct sock *sk, const struct tcp_sock 
 			bpf_loop(TCPBUF_MAX_DEPTH, caps_walk_level, &w, 0);
 	}
 	*c = w.c;
+	c->sc = (struct sock_charge *)w.sc;
 }
 
 struct count_walk {
@@ -382,12 +386,16 @@ static __always_inline __s64 rcvbuf_target(struct sock *sk, const struct caps *c
 static __always_inline void sock_charge_mirror(struct sock *sk, const struct caps *c,
 					       const struct sock_enforce *se)
 {
-	struct sock_charge *sc = sock_charge_get(sk, false);
+	struct sock_charge *sc = c->sc ? c->sc : sock_charge_get(sk, false);
+	__u32 capped = c->limited && c->state != TCPBUF_STATE_NORMAL;
 
 	if (!sc)
 		return;
-	sc->capped = c->limited && c->state != TCPBUF_STATE_NORMAL;
-	sc->user_locked = se->user_locks;
+	/* Written only when they change: the entry's line is the charge's. */
+	if (sc->capped != capped)
+		sc->capped = capped;
+	if (sc->user_locked != se->user_locks)
+		sc->user_locked = se->user_locks;
 }
 
 /* Sizes within a page (the kernel doubles and rounds) count as equal; growth
@@ -432,5 +440,47 @@ static __always_inline bool buf_differs(__s64 cur, __s64 target, bool owned)
 		(se)->flags &= ~TCPBUF_SE_LIMITED;				\
 	sock_charge_mirror(sk, c, se);						\
 })
+
+/*
+ * Far from its thresholds, a socket's caps are far above anything the kernel
+ * would give it: its share of the headroom is at least twice the most
+ * SO_SNDBUF/SO_RCVBUF give (the sizes autotuning stops at), in normal state.
+ * Its caps are then not recomputed at every segment, only once per
+ * TCPBUF_FAR_RECHECK_US, or at once when something only a full pass handles
+ * happens (below). Halving a share that large takes the subtree's usage or
+ * its number of sockets far more than a millisecond to do, and a state change
+ * reaches every socket through the sweep anyway.
+ */
+#define TCPBUF_FAR_RECHECK_US	1000
+
+static __always_inline void caps_far_note(const struct tcp_sock *tp, struct sock_enforce *se,
+					  const struct caps *c)
+{
+	if (c->limited && c->state == TCPBUF_STATE_NORMAL &&
+	    c->snd >= 2 * (__s64)sndbuf_ceiling && c->rcv >= 2 * (__s64)rcvbuf_ceiling)
+		se->flags |= TCPBUF_SE_FAR;
+	else
+		se->flags &= ~TCPBUF_SE_FAR;
+	se->eval_us = (__u32)tp->tcp_mstamp;
+}
+
+/* Whether a per-segment callback may skip the full pass (see above). */
+static __always_inline bool caps_still_far(struct sock *sk, const struct tcp_sock *tp,
+					   const struct sock_enforce *se)
+{
+	__u32 f = se->flags;
+
+	if (!(f & TCPBUF_SE_FAR) || (__u32)tp->tcp_mstamp - se->eval_us >= TCPBUF_FAR_RECHECK_US)
+		return false;
+	/* The application set a size: remembered by the full pass. */
+	if (((f & TCPBUF_SE_SNDBUF_SET) && sk->sk_sndbuf != se->set_sndbuf) ||
+	    ((f & TCPBUF_SE_RCVBUF_SET) && sk->sk_rcvbuf != se->set_rcvbuf))
+		return false;
+	/* Its writer keeps sk_sndbuf half full: the full pass grows it. */
+	if (sk->sk_wmem_queued >= sk->sk_sndbuf >> 1 && sk->sk_sndbuf < sndbuf_ceiling)
+		return false;
+	/* It just became one of the subtree's writers: counted there. */
+	return (f & TCPBUF_SE_SENDER) || !tp->bytes_sent;
+}
 
 #endif /* TCPBUF_ENFORCE_POLICY_BPF_H */

@@ -53,6 +53,7 @@ struct tcpbuf_cgroup_sockets {
 #define TCPBUF_SE_RCVBUF_SET	4	/* sk_rcvbuf is ours */
 #define TCPBUF_SE_COUNTED	8	/* counted in cgroup_sockets.sockets */
 #define TCPBUF_SE_SENDER	16	/* counted in cgroup_sockets.senders */
+#define TCPBUF_SE_FAR		32	/* caps far above what the kernel would give it */
 
 /* The kernel's sk_userlocks bits (include/net/sock.h). */
 #define TCPBUF_SNDBUF_LOCK	1
@@ -70,7 +71,7 @@ struct sock_enforce {
 	__s32 set_sndbuf;	/* sk_sndbuf as tcpbufd last set it */
 	__s32 set_rcvbuf;	/* sk_rcvbuf as tcpbufd last set it */
 	__u32 state;		/* strictest state of its limited ancestors when last capped */
-	__u32 pad;
+	__u32 eval_us;		/* tcp_mstamp (low 32 bits) when its caps were last computed */
 };
 
 #endif /* TCPBUF_ENFORCE_H */
