@@ -118,7 +118,8 @@ int main(void)
 {
 	char conf[1024], bad[1024], *json;
 	struct cgroup_usage m0, m1, m2;
-	int64_t usage1, peak1, failcnt1, events1, b_pages, usage;
+	int64_t usage1, peak1, failcnt1, events1, b_pages, b_charged, usage;
+	const char *wb;
 	struct load *la, *lb, *lc;
 	bool exact;
 	FILE *f;
@@ -126,6 +127,7 @@ int main(void)
 	test_init();
 	lo_up();
 	w = cg_create("w");
+	wb = cg_create("w/b");	/* B's own cgroup: its charges are read apart from A's */
 	t = cg_create("t");
 	s = cg_create("s");
 	snprintf(conf, sizeof(conf), "%s/10-restart.conf", daemon_confdir());
@@ -151,8 +153,9 @@ int main(void)
 	ASSERT_OK(unlink(bad));
 
 	la = stalled(w);
-	lb = stalled(w);
+	lb = stalled(wb);
 	json = status_json();
+	b_charged = field(json, wb, "usage_pages");
 	exact = strstr(json, "\"mode\": \"exact\"") != NULL;
 	usage1 = field(json, w, "usage_pages");
 	peak1 = field(json, w, "peak_pages");
@@ -164,22 +167,31 @@ int main(void)
 	check_limits(json, "before the kill");
 	free(json);
 
-	/* 1. Killed: the pinned programs keep counting. */
+	EXPECT_NEAR(b_charged, (int64_t)oracle_pages(wb), tolerance(b_charged));
+
+	/* 1. Killed: the pinned programs keep counting. Closing B takes back
+	 * exactly what B's sockets had charged. In sampled mode that is their
+	 * footprint at the last reconcile, before the kill: with no daemon, a
+	 * stalled socket whose footprint the kernel trims on a timer (no
+	 * syscall to sample) is only seen again when it closes, so B's
+	 * footprint at close time can differ from it by a few pages per socket
+	 * (92 pages in one run) and is compared in exact mode only. */
 	ASSERT_EQ(daemon_signal(SIGKILL), 0);
 	while (daemon_alive())
 		msleep(10);
 	m0 = pinned_usage(w);
-	/* B's pages: w's before closing B less w's after. */
-	b_pages = (int64_t)oracle_pages(w);
+	b_charged = (int64_t)pinned_usage(wb).usage_pages;
+	b_pages = (int64_t)oracle_pages(wb);
 	ASSERT_EQ(load_close(lb), 0);
 	msleep(500);
-	b_pages -= (int64_t)oracle_pages(w);
 	m1 = pinned_usage(w);
-	test_log("daemon down: closing B (%" PRId64 " pages by sock_diag) moved the pinned "
-		 "usage %" PRId64 " -> %" PRId64, b_pages, (int64_t)m0.usage_pages,
-		 (int64_t)m1.usage_pages);
+	test_log("daemon down: closing B (%" PRId64 " pages charged, %" PRId64
+		 " by sock_diag at close) moved the pinned usage %" PRId64 " -> %" PRId64,
+		 b_charged, b_pages, (int64_t)m0.usage_pages, (int64_t)m1.usage_pages);
 	EXPECT_GT(b_pages, 0);
-	EXPECT_NEAR((int64_t)(m0.usage_pages - m1.usage_pages), b_pages, tolerance(b_pages));
+	EXPECT_NEAR((int64_t)(m0.usage_pages - m1.usage_pages), exact ? b_pages : b_charged,
+		    tolerance(b_pages));
+	EXPECT_EQ(pinned_usage(wb).usage_pages, 0);
 	if (exact)
 		EXPECT_NEAR((int64_t)m1.usage_pages, (int64_t)oracle_pages(w),
 			    tolerance(m1.usage_pages));
