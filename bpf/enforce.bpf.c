@@ -152,7 +152,7 @@ extern void *bpf_cast_to_kern_ctx(void *obj) __ksym __weak;
  * slack of max/32), so a full cgroup cannot starve a reader.
  */
 struct ingress_walk {
-	const struct sock_charge *sc;
+	struct ancestry a;
 	__s64 pages;		/* the segment and the socket's backlog, in pages */
 	__s64 skb_pages;	/* the segment alone */
 	__s64 rmem;		/* the socket's receive memory, bytes */
@@ -173,7 +173,7 @@ static long ingress_walk_level(__u64 i, void *ctx)
 	__s64 want, max;
 	__u64 id;
 
-	if (!walk_level(w->sc, i, &id))
+	if (!walk_level(&w->a, i, &id))
 		return 1;
 	l = bpf_map_lookup_elem(&cgroup_limits, &id);
 	if (!l)
@@ -329,7 +329,7 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 		w.rmem = sk->sk_backlog.rmem_alloc.counter;
 		if (accounting_mode == TCPBUF_MODE_SAMPLED)
 			sample_socket(sk, SAMPLE_LAZY);	/* this socket's part of usage, fresh */
-		w.sc = sc;
+		w.a.sc = sc;
 		bpf_loop(TCPBUF_MAX_DEPTH, ingress_walk_level, &w, 0);
 		if (w.refused)
 			return 0;
@@ -370,11 +370,10 @@ int enforce_ingress_compat(struct __sk_buff *skb)
  */
 static long state_refresh_level(__u64 i, void *ctx)
 {
-	const struct sock_charge *sc = *(const struct sock_charge **)ctx;
 	struct cgroup_usage *u;
 	__u64 id;
 
-	if (!walk_level(sc, i, &id))
+	if (!walk_level(ctx, i, &id))
 		return 1;
 	u = bpf_map_lookup_elem(&cgroup_usage, &id);
 	if (u)
@@ -392,7 +391,7 @@ SEC("iter/tcp")
 int enforce_sweep(struct bpf_iter__tcp *ctx)
 {
 	struct sock_common *skc = ctx->sk_common;
-	const struct sock_charge *refresh;
+	struct ancestry refresh;
 	struct sock_enforce *se;
 	struct tcp_sock *tp;
 	struct sock *sk;
@@ -419,9 +418,10 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 		sample_socket(sk, SAMPLE_EXACT);
 	/* After state changes the states are fresh: the charges that moved
 	 * usage evaluated them. */
-	refresh = sweep_all ? sock_charge_get(sk, true) : NULL;
-	if (refresh)
+	if (sweep_all) {
+		ancestry_init(&refresh, sk, false);
 		bpf_loop(TCPBUF_MAX_DEPTH, state_refresh_level, &refresh, 0);
+	}
 	caps_compute(sk, tp, &c);
 	if (!se)
 		se = sock_enforce_get(sk, true);

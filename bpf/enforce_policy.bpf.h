@@ -198,19 +198,44 @@ static __always_inline void caps_level(struct caps *c, const struct cgroup_limit
  * Walks up a socket's cgroup ancestry run under bpf_loop(): the verifier
  * checks the body once, where an unrolled walk of TCPBUF_MAX_DEPTH levels
  * with branches in each would blow its instruction budget. The ancestry is
- * the one cached in the socket's sock_charge entry (charge.bpf.h): hash keys
- * at hand instead of probe reads up the cgroup tree at every level.
+ * the one cached in the socket's sock_charge entry (charge.bpf.h) when it
+ * has one: hash keys at hand instead of probe reads up the cgroup tree. A
+ * socket that never held memory has none, and is walked with probe reads
+ * rather than given an entry: every entry is one more for the storage
+ * iterator that counts them at each status.
  */
-static __always_inline bool walk_level(const struct sock_charge *sc, __u64 i, __u64 *id)
+struct ancestry {
+	const struct sock_charge *sc;
+	__u64 cg;	/* without an entry: the next cgroup up */
+};
+
+static __always_inline void ancestry_init(struct ancestry *a, struct sock *sk, bool create)
 {
-	if (i >= TCPBUF_MAX_DEPTH || i >= sc->levels)
+	a->sc = sock_charge_get(sk, create);
+	a->cg = a->sc ? 0 : (__u64)sk_cgroup(sk);
+}
+
+static __always_inline bool walk_level(struct ancestry *a, __u64 i, __u64 *id)
+{
+	const struct sock_charge *sc = a->sc;
+	struct cgroup *cg;
+
+	if (sc) {
+		if (i >= TCPBUF_MAX_DEPTH || i >= sc->levels)
+			return false;
+		*id = sc->ancestors[i];
+		return true;
+	}
+	cg = (struct cgroup *)a->cg;
+	if (!cg || BPF_CORE_READ(cg, level) <= 0)
 		return false;
-	*id = sc->ancestors[i];
+	*id = cgroup_id_of(cg);
+	a->cg = (__u64)BPF_CORE_READ(cg, self.parent);
 	return true;
 }
 
 struct caps_walk {
-	const struct sock_charge *sc;
+	struct ancestry a;
 	__s64 unsent, rmem, chunk;
 	struct caps c;
 };
@@ -222,7 +247,7 @@ static long caps_walk_level(__u64 i, void *ctx)
 	struct cgroup_limits *l;
 	__u64 id;
 
-	if (!walk_level(w->sc, i, &id))
+	if (!walk_level(&w->a, i, &id))
 		return 1;
 	l = bpf_map_lookup_elem(&cgroup_limits, &id);
 	if (!l)
@@ -245,16 +270,15 @@ static __always_inline void caps_compute(struct sock *sk, const struct tcp_sock 
 	};
 
 	if (limits_present()) {
-		w.sc = sock_charge_get(sk, true);
-		if (w.sc)
-			bpf_loop(TCPBUF_MAX_DEPTH, caps_walk_level, &w, 0);
+		ancestry_init(&w.a, sk, false);
+		bpf_loop(TCPBUF_MAX_DEPTH, caps_walk_level, &w, 0);
 	}
 	*c = w.c;
-	c->sc = (struct sock_charge *)w.sc;
+	c->sc = (struct sock_charge *)w.a.sc;
 }
 
 struct count_walk {
-	const struct sock_charge *sc;
+	struct ancestry a;
 	__s64 sockets, senders;
 };
 
@@ -264,7 +288,7 @@ static long count_walk_level(__u64 i, void *ctx)
 	struct count_walk *w = ctx;
 	__u64 id;
 
-	if (!walk_level(w->sc, i, &id))
+	if (!walk_level(&w->a, i, &id))
 		return 1;
 	cs = bpf_map_lookup_elem(&cgroup_sockets, &id);
 	if (!cs && (w->sockets > 0 || w->senders > 0)) {
@@ -296,9 +320,7 @@ static __always_inline void socket_count(struct sock *sk, struct sock_enforce *s
 		w.senders = sender ? 1 : -1;
 	if (!w.sockets && !w.senders)
 		return;
-	w.sc = sock_charge_get(sk, true);
-	if (!w.sc)
-		return;	/* no memory for the entry: counted the next time */
+	ancestry_init(&w.a, sk, false);
 	if (w.sockets)
 		se->flags ^= TCPBUF_SE_COUNTED;
 	if (w.senders)
