@@ -101,8 +101,10 @@ static int listen_socket(const char *path, unsigned mode, const char *group)
 	if (fd < 0)
 		return -errno;
 	unlink(path); /* a stale socket of a previous run */
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 64))
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)))
 		goto fail;
+	/* listen() last: until then a connect() is refused, so nobody (a test
+	 * waiting for the socket, say) sees it before its mode and group. */
 	if (chmod(path, mode))
 		goto fail;
 	if (group && *group) {
@@ -124,6 +126,8 @@ static int listen_socket(const char *path, unsigned mode, const char *group)
 			goto fail;
 		}
 	}
+	if (listen(fd, 64))
+		goto fail;
 	return fd;
 fail:
 	err = -errno;
