@@ -119,7 +119,7 @@ int main(void)
 	char conf[1024], bad[1024], *json;
 	struct cgroup_usage m0, m1, m2;
 	int64_t usage1, peak1, failcnt1, events1, b_pages, b_charged, usage;
-	const char *wb;
+	const char *wa, *wb;
 	struct load *la, *lb, *lc;
 	bool exact;
 	FILE *f;
@@ -127,7 +127,12 @@ int main(void)
 	test_init();
 	lo_up();
 	w = cg_create("w");
-	wb = cg_create("w/b");	/* B's own cgroup: its charges are read apart from A's */
+	/* Each load in its own child of w, so B's charges are read apart from
+	 * the others'; w itself holds no process (cgroup v2 allows none in a
+	 * cgroup whose controllers are enabled for its children, as in the
+	 * guests). */
+	wa = cg_create("w/a");
+	wb = cg_create("w/b");
 	t = cg_create("t");
 	s = cg_create("s");
 	snprintf(conf, sizeof(conf), "%s/10-restart.conf", daemon_confdir());
@@ -152,7 +157,7 @@ int main(void)
 	test_log("set-limit with a bad drop-in present: %s", ctl_stderr());
 	ASSERT_OK(unlink(bad));
 
-	la = stalled(w);
+	la = stalled(wa);
 	lb = stalled(wb);
 	json = status_json();
 	b_charged = field(json, wb, "usage_pages");
@@ -195,7 +200,7 @@ int main(void)
 	if (exact)
 		EXPECT_NEAR((int64_t)m1.usage_pages, (int64_t)oracle_pages(w),
 			    tolerance(m1.usage_pages));
-	lc = stalled(w);
+	lc = stalled(wa);
 	m2 = pinned_usage(w);
 	test_log("daemon down: load C raised it to %" PRId64 " (sock_diag %" PRIu64 ")",
 		 (int64_t)m2.usage_pages, oracle_pages(w));
