@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "array.h"
 #include "cgroups.h"
 
 /* Never hard-coded: /sys/fs/cgroup on pure v2 hosts, /sys/fs/cgroup/unified
@@ -265,15 +266,8 @@ int cgroup_tree_add(struct cgroup_tree *t, uint64_t id, const char *rel)
 		return -EEXIST;
 	if (by_path_reserve(t, t->n + 1))
 		return -ENOMEM;
-	if (t->n == t->cap) {
-		size_t cap = t->cap ? t->cap * 2 : 256;
-		void *p = realloc(t->entries, cap * sizeof(*t->entries));
-
-		if (!p)
-			return -ENOMEM;
-		t->entries = p;
-		t->cap = cap;
-	}
+	if (array_reserve(t->entries, t->cap, t->n, 256))
+		return -ENOMEM;
 	e = malloc(sizeof(*e) + len + 1);
 	if (!e)
 		return -ENOMEM;

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/inotify.h>
 #include <unistd.h>
+#include "array.h"
 #include "cgwatch.h"
 
 #define WATCH_MASK (IN_CREATE | IN_DELETE | IN_MOVED_FROM | IN_MOVED_TO | IN_ONLYDIR | IN_DONT_FOLLOW)
@@ -105,15 +106,8 @@ int cgwatch_add(struct cgwatch *w, const char *rel)
 		w->watches[i].path = path;
 		return 0;
 	}
-	if (w->n == w->cap) {
-		size_t cap = w->cap ? w->cap * 2 : 256;
-		void *p = realloc(w->watches, cap * sizeof(*w->watches));
-
-		if (!p)
-			return -ENOMEM;
-		w->watches = p;
-		w->cap = cap;
-	}
+	if (array_reserve(w->watches, w->cap, w->n, 256))
+		return -ENOMEM;
 	path = strdup(rel);
 	if (!path)
 		return -ENOMEM;

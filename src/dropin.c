@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "array.h"
 #include "config.h"
 #include "dropin.h"
 #include "size.h"
@@ -434,15 +435,8 @@ struct entry_list {
 
 static struct thresholds_entry *entry_append(struct entry_list *l)
 {
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 16;
-		struct thresholds_entry *grown = realloc(l->e, cap * sizeof(*grown));
-
-		if (!grown)
-			return NULL;
-		l->e = grown;
-		l->cap = cap;
-	}
+	if (array_reserve(l->e, l->cap, l->n, 16))
+		return NULL;
 	return &l->e[l->n];
 }
 

@@ -16,6 +16,7 @@
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
+#include "array.h"
 #include "cgwatch.h"
 #include "control.h"
 #include "daemon.h"
@@ -191,15 +192,8 @@ struct follow {
  * checked every poll tick rather than left to the next full pass. */
 static void departed_add(struct daemon *d, uint64_t id)
 {
-	if (d->n_departed == d->departed_cap) {
-		size_t cap = d->departed_cap ? d->departed_cap * 2 : 16;
-		void *p = realloc(d->departed, cap * sizeof(*d->departed));
-
-		if (!p)
-			return;	/* the full pass prunes it */
-		d->departed = p;
-		d->departed_cap = cap;
-	}
+	if (array_reserve(d->departed, d->departed_cap, d->n_departed, 16))
+		return;	/* the full pass prunes it */
 	d->departed[d->n_departed++] = id;
 }
 
@@ -242,15 +236,8 @@ static int follow_new_dir(void *ctx, uint64_t id, const char *rel)
 	}
 	if (r <= 0)
 		return r;
-	if (f->n == f->cap) {
-		size_t cap = f->cap ? f->cap * 2 : 16;
-		void *p = realloc(f->ids, cap * sizeof(*f->ids));
-
-		if (!p)
-			return -ENOMEM;
-		f->ids = p;
-		f->cap = cap;
-	}
+	if (array_reserve(f->ids, f->cap, f->n, 16))
+		return -ENOMEM;
 	f->ids[f->n++] = id;
 	return 0;
 }
