@@ -43,7 +43,7 @@ LIBS_CTL     :=
 BPF_OBJS     := account_exact account_sampled reconcile enforce
 SKELS        := $(patsubst %,$(OUT)/%.skel.h,$(BPF_OBJS))
 
-DAEMON_SRCS  := src/tcpbufd.c src/loader.c src/cgroups.c src/cgwatch.c src/bpffs.c src/log.c \
+DAEMON_SRCS  := src/tcpbufd.c src/loader.c src/demand.c src/cgroups.c src/cgwatch.c src/bpffs.c src/log.c \
 		src/control.c src/commands.c src/limits.c src/status.c src/config.c src/size.c src/request.c src/dropin.c \
 		src/enforce.c
 CTL_SRCS     := src/tcpbufctl.c src/request.c src/size.c

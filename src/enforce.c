@@ -2,7 +2,9 @@
 /*
  * User side of enforcement (bpf/enforce.bpf.c). Pins, next to the loader's:
  *   links/enforce_sockops          sock_ops at the scope cgroup
- *   links/enforce_sendmsg_sample   sampled mode: tp_btf/tcp_sendmsg_locked
+ *   progs/enforce_sendmsg_sample   sampled mode: tp_btf/tcp_sendmsg_locked,
+ *                                  attached (links/) only while some cgroup has
+ *                                  limits, like the loader's samplers (demand.c)
  *   links/ingress-<cgroup id>      cgroup_skb/ingress on each topmost limited cgroup
  * so caps and refusal keep holding while no daemon runs. A restart loads the
  * programs afresh and moves the pinned cgroup links onto them in place
@@ -23,13 +25,14 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "enforce.skel.h"
+#include "demand.h"
 #include "enforce.h"
 #include "loader.h"
 #include "log.h"
 #include "status.h"
 #include "tcpbuf_enforce.h"
 
-#define MAX_EVENTS_PER_BATCH 256
+#define MAX_EVENTS_PER_BATCH TCPBUF_SWEEP_TARGETS
 
 struct ingress_link {
 	uint64_t id;
@@ -44,6 +47,7 @@ struct enforcer {
 	size_t n_ingress, ingress_cap;
 	struct bpf_program *ingress_prog;
 	enum tcpbuf_mode mode;
+	int demand;		/* on-demand programs attached: 1, detached: 0, unknown: -1 */
 	char pin_path[PATH_MAX];
 	char mount[PATH_MAX];
 	char scope[PATH_MAX];
@@ -168,24 +172,6 @@ static int cgroup_link_ensure(struct enforcer *e, struct bpf_program *prog, cons
 	return err;
 }
 
-static int tracing_link_replace(struct enforcer *e, struct bpf_program *prog, const char *name)
-{
-	char path[PATH_MAX];
-	struct bpf_link *link;
-	int err;
-
-	err = link_path(e, path, sizeof(path), name);
-	if (err)
-		return err;
-	unlink(path);	/* tracing links cannot be updated: the old one goes */
-	link = bpf_program__attach(prog);
-	if (!link)
-		return -errno;
-	err = bpf_link__pin(link, path);
-	bpf_link__destroy(link);
-	return err;
-}
-
 /* Index of the first ingress link with an id >= @id (they are sorted by id). */
 static size_t ingress_index(const struct enforcer *e, uint64_t id)
 {
@@ -296,7 +282,7 @@ static void ingress_adopt(struct enforcer *e)
 	qsort(e->ingress, e->n_ingress, sizeof(*e->ingress), ingress_cmp);
 }
 
-static int sweep(struct enforcer *e, bool all);
+static int sweep(struct enforcer *e, bool all, bool targeted);
 
 /* -------------------------------------------------------------- events */
 
@@ -331,6 +317,23 @@ static void report_state_change(const struct enforcer *e, const struct tcpbuf_st
 		  (long long)ev->usage_pages, (unsigned long long)ev->threshold_pages, reaction_ms);
 }
 
+/* Put the batch's cgroups in sweep_targets (@on), or take them out again.
+ * Returns whether they are all in. */
+static bool targets_set(struct enforcer *e, bool on)
+{
+	int fd = bpf_map__fd(e->skel->maps.sweep_targets);
+	__u8 one = 1;
+	bool all = true;
+
+	for (size_t i = 0; i < e->n_batch; i++) {
+		const __u64 *id = &e->batch[i].cgroup_id;
+
+		if (on ? bpf_map_update_elem(fd, id, &one, BPF_ANY) : bpf_map_delete_elem(fd, id))
+			all = on ? false : all;
+	}
+	return all;
+}
+
 int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 {
 	double done_ms;
@@ -343,7 +346,9 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 		return err;
 	if (!e->n_batch && !e->dropped)
 		return 0;
-	err = sweep(e, false);
+	err = sweep(e, false, !e->dropped && targets_set(e, true));
+	if (!e->dropped)
+		targets_set(e, false);
 	done_ms = mono_ms();
 	for (size_t i = 0; i < e->n_batch; i++) {
 		const struct tcpbuf_state_event *ev = &e->batch[i];
@@ -363,12 +368,15 @@ int enforce_events_fd(const struct enforcer *e)
 
 /* --------------------------------------------------------------- sweep */
 
-static int sweep(struct enforcer *e, bool all)
+/* @all: every socket (limits changed); else the sockets tcpbufd sizes, only
+ * those under sweep_targets when @targeted. */
+static int sweep(struct enforcer *e, bool all, bool targeted)
 {
 	char buf[256];
 	int fd, n;
 
 	e->skel->bss->sweep_all = all;
+	e->skel->bss->sweep_targeted = targeted;
 
 	fd = bpf_iter_create(bpf_link__fd(e->sweep_link));
 	if (fd < 0)
@@ -384,7 +392,7 @@ static int sweep(struct enforcer *e, bool all)
 
 int enforce_sweep(struct enforcer *e)
 {
-	return sweep(e, true);
+	return sweep(e, true, false);
 }
 
 /* --------------------------------------------------------- limited set */
@@ -485,14 +493,22 @@ static int ingress_want(struct enforcer *e, const struct enforce_cgroup *cg)
 	return 0;
 }
 
+/* The samplers go on before the programs see limits, and off after. */
 static int ctl_update(struct enforcer *e, unsigned limited)
 {
 	struct tcpbuf_enforce_ctl ctl = { .limited_cgroups = limited };
+	int on = limited > 0, err = 0;
 	__u32 zero = 0;
 
+	if (on && e->demand != 1)
+		err = demand_links_set(e->pin_path, true);
 	if (bpf_map_update_elem(bpf_map__fd(e->skel->maps.enforce_ctl), &zero, &ctl, BPF_ANY))
 		return -errno;
-	return 0;
+	if (!on && e->demand != 0)
+		err = demand_links_set(e->pin_path, false);
+	if (!err)
+		e->demand = on;
+	return err;
 }
 
 int enforce_set_limited(struct enforcer *e, const struct enforce_cgroup *cgs, size_t n)
@@ -602,6 +618,7 @@ int enforce_start(const struct enforce_opts *o, struct enforcer **out)
 	if (!e)
 		return -ENOMEM;
 	e->mode = o->mode;
+	e->demand = -1;
 	snprintf(e->pin_path, sizeof(e->pin_path), "%s", o->pin_path);
 	snprintf(e->mount, sizeof(e->mount), "%s", o->cgroup_mount);
 	snprintf(e->scope, sizeof(e->scope), "%s", o->scope && *o->scope ? o->scope : "/");
@@ -629,9 +646,9 @@ int enforce_start(const struct enforce_opts *o, struct enforcer **out)
 	}
 	close(fd);
 	if (sample) {
-		err = tracing_link_replace(e, e->skel->progs.sendmsg_sample, "enforce_sendmsg_sample");
+		err = demand_pin(e->pin_path, e->skel->progs.sendmsg_sample, "enforce_sendmsg_sample");
 		if (err) {
-			log_err("enforcement: cannot attach the sendmsg sampler: %s", strerror(-err));
+			log_err("enforcement: cannot pin the sendmsg sampler: %s", strerror(-err));
 			goto fail;
 		}
 	}

@@ -3,6 +3,9 @@
  * Pin layout under the pin path:
  *   cgroup_usage cgroup_limits sock_charge meta   maps (BTF, named fields)
  *   links/<program>                                 one link per attached program
+ *   progs/<program>                                 sampled mode's per-syscall
+ *                                                   programs, attached only while
+ *                                                   some cgroup has limits (demand.c)
  * The links keep the programs attached while no daemon runs, so counters
  * keep counting across restarts; a restart of the same build adopts them.
  */
@@ -19,6 +22,7 @@
 #include "account_sampled.skel.h"
 #include "reconcile.skel.h"
 #include "bpffs.h"
+#include "demand.h"
 #include "loader.h"
 #include "log.h"
 
@@ -37,6 +41,18 @@ static const char *const exact_links[] = {
 /* send_length/recv_length exist from kernel 6.3 on; without them sampling
  * relies on destroy and the periodic reconcile alone. */
 static const char *const sampled_links[] = { "destroy_sock" };
+/* Per-syscall samplers: only limits need usage fresher than the periodic
+ * reconcile (and status reconciles first), so they run only while some
+ * cgroup has limits. */
+static const char *const sampled_on_demand[] = { "send_length", "recv_length" };
+
+static bool on_demand(const char *name)
+{
+	for (size_t i = 0; i < sizeof(sampled_on_demand) / sizeof(*sampled_on_demand); i++)
+		if (!strcmp(name, sampled_on_demand[i]))
+			return true;
+	return false;
+}
 
 const char *tcpbuf_mode_name(enum tcpbuf_mode mode)
 {
@@ -161,7 +177,8 @@ static int pin_link(struct tcpbuf_bpf *bpf, struct bpf_link *link, const char *n
 	return err;
 }
 
-/* Attach every program of @obj and pin its link under links/<program name>. */
+/* Attach every program of @obj and pin its link under links/<program name>;
+ * pin those that run on demand unattached. */
 static int attach_and_pin(struct tcpbuf_bpf *bpf, struct bpf_object *obj)
 {
 	struct bpf_program *prog;
@@ -172,6 +189,12 @@ static int attach_and_pin(struct tcpbuf_bpf *bpf, struct bpf_object *obj)
 
 		if (!bpf_program__autoload(prog))
 			continue;
+		if (on_demand(bpf_program__name(prog))) {
+			err = demand_pin(bpf->pin_path, prog, bpf_program__name(prog));
+			if (err)
+				return err;
+			continue;
+		}
 		if (!strcmp(bpf_program__name(prog), "list_sock_charges")) {
 			DECLARE_LIBBPF_OPTS(bpf_iter_attach_opts, o);
 			union bpf_iter_link_info info = {};

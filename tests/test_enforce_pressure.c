@@ -21,7 +21,9 @@
  *      the open sockets (back to a share of the headroom to max, above
  *      every cap); every byte is then checked. A new bulk
  *      transfer runs within 10% of one in an unlimited sibling
- *      (interleaved, median of 9 paired ratios).
+ *      (interleaved, median of 9 paired ratios; of 18 or 27 when the
+ *      first 9 fall short, so a burst of other work on the machine
+ *      during a few rounds does not decide).
  * Under CPU emulation (VM guests) phases last 4 times longer and the
  * throughput ratio is only reported.
  */
@@ -40,6 +42,7 @@
 #define NCONN		16
 #define NIDLE		4
 #define ROUNDS		9
+#define MAX_ROUNDS	27		/* when the first ROUNDS are inconclusive */
 #define TRICKLE		16384		/* bytes per 100 ms per receiver */
 #define SETTLE		3.0		/* seconds to get under pressure (x scale) */
 
@@ -73,11 +76,11 @@ int main(void)
 	struct xload *l, *idle;
 	struct peak_sampler *ps;
 	struct bufs_summary before, during, after;
-	double t0, t_trickle, t_under, t_stall, lim[ROUNDS], ref[ROUNDS];
+	double t0, t_trickle, t_under, t_stall, lim[MAX_ROUNDS], ref[MAX_ROUNDS];
 	char msg[256];
 	int64_t events, stalled, min_pages, fair;
 	double ratio;
-	int scale, cpu;
+	int scale, cpu, rounds, max_rounds;
 
 	test_init();
 	/* Under CPU emulation the readers move a tenth of the data: longer. */
@@ -174,9 +177,16 @@ int main(void)
 	xload_close(idle);
 
 	/* A new bulk transfer, against one in an unlimited sibling, all on
-	 * one CPU (see bulk_throughput_on()). */
+	 * one CPU (see bulk_throughput_on()). A burst of other work on a
+	 * shared machine can take a third off a few rounds on either side:
+	 * when the first rounds' median is short, more rounds decide. */
 	cpu = sched_getcpu();
-	for (int r = 0; r < ROUNDS; r++) {
+	max_rounds = under_emulation() ? ROUNDS : MAX_ROUNDS;
+	for (rounds = 0; rounds < max_rounds; rounds++) {
+		int r = rounds;
+
+		if (r >= ROUNDS && r % ROUNDS == 0 && median_ratio(lim, ref, r) >= 0.9)
+			break;
 		if (r % 2) {
 			lim[r] = bulk_throughput_on(cg, cg, 1.0, cpu);
 			ref[r] = bulk_throughput_on(free_cg, free_cg, 1.0, cpu);
@@ -189,10 +199,10 @@ int main(void)
 		ASSERT_GT(lim[r], 0);
 		ASSERT_GT(ref[r], 0);
 	}
-	ratio = median_ratio(lim, ref, ROUNDS);
+	ratio = median_ratio(lim, ref, rounds);
 	test_log("bulk after the episode: median %.0f MB/s limited, %.0f MB/s unlimited; median "
-		 "of the rounds' ratios %.3f; state %s", median_of(lim, ROUNDS) / 1e6,
-		 median_of(ref, ROUNDS) / 1e6, ratio, status_state(cg));
+		 "of %d rounds' ratios %.3f; state %s", median_of(lim, rounds) / 1e6,
+		 median_of(ref, rounds) / 1e6, rounds, ratio, status_state(cg));
 	if (under_emulation())
 		test_log("CPU emulation: the ratio is not checked");
 	else
