@@ -16,16 +16,19 @@
  *   bpfinfo sweep LINK [-n N]     times N runs of a pinned iterator link (create
  *                                 the iterator, read it to the end, as the daemon
  *                                 does): "sweep n=N median_ms=... min_ms=... max_ms=..."
- *   bpfinfo sweep-prog OBJ PROG PINDIR [-n N]
+ *   bpfinfo sweep-prog OBJ PROG PINDIR [-n N] [--target CGROUP_DIR]
  *                                 the same for iterator program PROG of OBJ, for
  *                                 iterators the daemon keeps unpinned (enforce_sweep):
  *                                 loads PROG alone, on the maps pinned in PINDIR,
- *                                 with the object's default settings
+ *                                 with the object's default settings; --target
+ *                                 sweeps as after a state change of that one cgroup
  */
 #include "common.h"
 #include <dirent.h>
 #include <linux/bpf.h>
 #include <signal.h>
+#include <sys/stat.h>
+#include <bpf/btf.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
@@ -215,7 +218,39 @@ static int sweep(const char *link, int n)
 
 /* Every map of the object must already be pinned in @pindir: we reuse the
  * daemon's maps and never create a pin of our own there. */
-static int sweep_prog(const char *path, const char *name, const char *pindir, int n)
+/* Set the .bss variable @var of @obj (not loaded yet) to @val. */
+static void bss_set_u32(struct bpf_object *obj, const char *var, __u32 val)
+{
+	struct btf *btf = bpf_object__btf(obj);
+	const struct btf_var_secinfo *vs;
+	const struct btf_type *sec;
+	struct bpf_map *bss;
+	const void *cur;
+	size_t sz;
+	char *data;
+	int id;
+
+	bss = bpf_object__find_map_by_name(obj, ".bss");
+	id = btf ? btf__find_by_name_kind(btf, ".bss", BTF_KIND_DATASEC) : -1;
+	if (!bss || id < 0 || !(cur = bpf_map__initial_value(bss, &sz)) || !(data = malloc(sz)))
+		die("no .bss to set %s in", var);
+	memcpy(data, cur, sz);
+	sec = btf__type_by_id(btf, id);
+	vs = btf_var_secinfos(sec);
+	for (int i = 0; i < btf_vlen(sec); i++, vs++) {
+		if (strcmp(btf__name_by_offset(btf, btf__type_by_id(btf, vs->type)->name_off), var))
+			continue;
+		memcpy(data + vs->offset, &val, sizeof(val));
+		if (bpf_map__set_initial_value(bss, data, sz))
+			die("cannot set %s", var);
+		free(data);
+		return;
+	}
+	die("no variable %s in .bss", var);
+}
+
+static int sweep_prog(const char *path, const char *name, const char *pindir, int n,
+		      const char *target)
 {
 	LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = pindir);
 	struct bpf_object *obj = bpf_object__open_file(path, &opts);
@@ -241,8 +276,22 @@ static int sweep_prog(const char *path, const char *name, const char *pindir, in
 	}
 	if (!want)
 		die("no program %s in %s", name, path);
+	if (target)
+		bss_set_u32(obj, "sweep_targeted", 1);
 	if (bpf_object__load(obj))
 		die("load %s from %s", name, path);
+	if (target) {
+		struct stat st;
+		__u64 id;
+		__u8 one = 1;
+
+		if (stat(target, &st))
+			die("%s", target);
+		id = st.st_ino;	/* a cgroup's id is its directory's inode number */
+		if (bpf_map_update_elem(bpf_object__find_map_fd_by_name(obj, "sweep_targets"),
+					&id, &one, BPF_ANY))
+			die("cannot add %s to sweep_targets", target);
+	}
 	link = bpf_program__attach_iter(want, NULL);
 	if (!link)
 		die("attach %s", name);
@@ -262,12 +311,22 @@ int main(int argc, char **argv)
 		return hold(argv[2]);
 	if (argc >= 2 && !strcmp(argv[1], "alive"))
 		return alive(argc - 2, argv + 2);
-	if ((argc == 5 || argc == 7) && !strcmp(argv[1], "sweep-prog"))
-		return sweep_prog(argv[2], argv[3], argv[4],
-				  argc == 7 && !strcmp(argv[5], "-n") ? atoi(argv[6]) : 10);
+	if (argc >= 5 && !strcmp(argv[1], "sweep-prog")) {
+		const char *target = NULL;
+		int n = 10;
+
+		for (int i = 5; i + 1 < argc; i += 2) {
+			if (!strcmp(argv[i], "-n"))
+				n = atoi(argv[i + 1]);
+			else if (!strcmp(argv[i], "--target"))
+				target = argv[i + 1];
+		}
+		return sweep_prog(argv[2], argv[3], argv[4], n, target);
+	}
 	if ((argc == 3 || argc == 5) && !strcmp(argv[1], "sweep"))
 		return sweep(argv[2], argc == 5 && !strcmp(argv[3], "-n") ? atoi(argv[4]) : 10);
 	fprintf(stderr, "usage: bpfinfo progs PINDIR | ids ID... | hold OBJ | alive ID... |\n"
-			"               sweep LINK [-n N] | sweep-prog OBJ PROG PINDIR [-n N]\n");
+			"               sweep LINK [-n N] |\n"
+			"               sweep-prog OBJ PROG PINDIR [-n N] [--target CGROUP_DIR]\n");
 	return 2;
 }

@@ -387,6 +387,43 @@ static long state_refresh_level(__u64 i, void *ctx)
  * they are established). */
 __u32 sweep_all;
 
+/* After state changes, when the daemon has read every change (nothing was
+ * dropped from the ring buffer): the cgroups that changed state. Only their
+ * subtrees' caps move, and on a host of 100,000 sockets a sweep that sizes
+ * every socket of every limited cgroup costs more than the walk itself. */
+__u32 sweep_targeted;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, TCPBUF_SWEEP_TARGETS);
+	__type(key, __u64);
+	__type(value, __u8);
+} sweep_targets SEC(".maps");
+
+/* Whether a cgroup in sweep_targets is the socket's or one of its ancestors.
+ * A socket whose ancestry was never cached, or was cut at the depth kept,
+ * is taken as concerned. */
+static __always_inline bool sweep_concerns(struct sock *sk)
+{
+	struct sock_charge *sc;
+	__u32 n;
+	int i;
+
+	if (sweep_all || !sweep_targeted)
+		return true;
+	sc = sock_charge_get(sk, false);
+	if (!sc || sc->levels >= TCPBUF_MAX_DEPTH)
+		return true;
+	n = sc->levels;
+	for (i = 0; i < TCPBUF_MAX_DEPTH; i++) {
+		if (i >= n)
+			break;
+		if (bpf_map_lookup_elem(&sweep_targets, &sc->ancestors[i]))
+			return true;
+	}
+	return false;
+}
+
 SEC("iter/tcp")
 int enforce_sweep(struct bpf_iter__tcp *ctx)
 {
@@ -413,6 +450,8 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 		caps_compute(sk, tp, &c);
 		if (!c.limited)
 			return 0;
+	} else if (!sweep_concerns(sk)) {
+		return 0;
 	}
 	if (accounting_mode == TCPBUF_MODE_SAMPLED)
 		sample_socket(sk, SAMPLE_EXACT);

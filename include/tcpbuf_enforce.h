@@ -16,6 +16,10 @@ struct tcpbuf_enforce_ctl {
 	__u32 pad;
 };
 
+/* Map "sweep_targets" (hash, key: cgroup id; the daemon's, not pinned): the
+ * cgroups whose state changes a targeted sweep serves, at most this many. */
+#define TCPBUF_SWEEP_TARGETS	256
+
 /*
  * Map "enforce_events" (ring buffer): one record each time a cgroup changes
  * state, written where its usage changed. The daemon logs it and sweeps the
