@@ -176,6 +176,8 @@ static __always_inline void cgroup_state_update(__u64 id, struct cgroup_usage *u
 	ev->threshold_pages = crossed;
 	ev->old_state = old;
 	ev->new_state = new;
+	ev->kind = TCPBUF_EVENT_STATE;
+	ev->pad = 0;
 	bpf_ringbuf_submit(ev, 0);
 }
 

@@ -7,10 +7,13 @@
  *                    (attached only to cgroups with limits)
  *   sweep            iter/tcp: caps for every existing socket, run by the
  *                    daemon right after a state change
+ *   near_refresh     iter/bpf_map_elem: near or far after a change of limits
  *   sendmsg_sample   sampled mode only: keeps a limited socket's usage fresh
  *                    while tcp_sendmsg queues
  * The state machine itself runs where usage changes (charge.bpf.h); the
- * caps come from enforce_policy.bpf.h.
+ * caps come from enforce_policy.bpf.h. Only sockets with a limited ancestor
+ * that is near (tcpbuf_near_next()) are armed: capped, followed segment by
+ * segment, checked at ingress. The others are counted and left alone.
  */
 #include "enforce_policy.bpf.h"
 #include <bpf/bpf_tracing.h>
@@ -48,14 +51,51 @@ static __always_inline bool sock_ops_connected(__u32 state)
 	       state != BPF_TCP_NEW_SYN_RECV && state != BPF_TCP_CLOSE;
 }
 
-static __always_inline void cb_flags_set(struct bpf_sock_ops *skops, bool on)
+/* The callbacks a socket needs: every segment while armed (a limited
+ * ancestor is near); only the close, to be counted out, while its limited
+ * ancestors are all far; none without limits. */
+static __always_inline int cb_flags_wanted(int flags, bool armed, bool limited)
 {
-	int flags = skops->bpf_sock_ops_cb_flags;
+	flags &= ~ENFORCE_CB_FLAGS;
+	if (armed)
+		return flags | ENFORCE_CB_FLAGS;
+	return limited ? flags | BPF_SOCK_OPS_STATE_CB_FLAG : flags;
+}
 
-	flags = on ? flags | ENFORCE_CB_FLAGS : flags & ~ENFORCE_CB_FLAGS;
+static __always_inline void cb_flags_set(struct bpf_sock_ops *skops, bool armed, bool limited)
+{
+	int flags = cb_flags_wanted(skops->bpf_sock_ops_cb_flags, armed, limited);
+
 	if (flags != skops->bpf_sock_ops_cb_flags)
 		bpf_sock_ops_cb_flags_set(skops, flags);
 }
+
+/*
+ * Far again: sizes tcpbufd set while the socket was armed go back to what
+ * autotuning stops at (or to the application's own), since no callback
+ * would grow them any more; from then on the kernel sizes it. A path apart
+ * from caps_apply(), so the verifier walks each alone.
+ */
+#define caps_release(ctx, sk, se) ({						\
+	int v_;									\
+										\
+	notice_user_change(sk, se);						\
+	if ((se)->flags & TCPBUF_SE_SNDBUF_SET) {				\
+		v_ = ((se)->user_locks & TCPBUF_SNDBUF_LOCK ? (se)->user_sndbuf	\
+							     : sndbuf_ceiling) >> 1; \
+		if (!bpf_setsockopt(ctx, SOL_SOCKET, SO_SNDBUF, &v_, sizeof(v_))) \
+			(se)->set_sndbuf = (sk)->sk_sndbuf;			\
+	}									\
+	if ((se)->flags & TCPBUF_SE_RCVBUF_SET) {				\
+		v_ = ((se)->user_locks & TCPBUF_RCVBUF_LOCK ? (se)->user_rcvbuf	\
+							     : rcvbuf_ceiling) >> 1; \
+		if (!bpf_setsockopt(ctx, SOL_SOCKET, SO_RCVBUF, &v_, sizeof(v_))) \
+			(se)->set_rcvbuf = (sk)->sk_rcvbuf;			\
+	}									\
+	(se)->state = TCPBUF_STATE_NORMAL;					\
+	(se)->flags &= ~(TCPBUF_SE_LIMITED | TCPBUF_SE_FAR);			\
+	sock_charge_uncapped(sk);						\
+})
 
 /*
  * Attached once at the scope cgroup. A socket without a limited ancestor
@@ -106,14 +146,24 @@ int enforce_sockops(struct bpf_sock_ops *skops)
 	se = sock_enforce_get(sk, c.limited);
 	if (!se)
 		return 1;
+	/* Its limited ancestors all far: counted, left to the kernel but for
+	 * the close. Counting it may make one near: the sweep that answers
+	 * arms it with the rest. */
+	if (!c.limited || !ancestry_near(sk)) {
+		if (se->flags & TCPBUF_SE_LIMITED)
+			caps_release(skops, sk, se);
+		socket_count_update(sk, tp, se, c.limited);
+		cb_flags_set(skops, false, c.limited);
+		return 1;
+	}
 	if (established)
 		enforce_init(sk, se);
 	else
 		notice_user_change(sk, se);
 	caps_apply(skops, sk, &c, se);
-	socket_count_update(sk, tp, se, &c);
+	socket_count_update(sk, tp, se, true);
 	caps_far_note(tp, se, &c);
-	cb_flags_set(skops, c.limited);
+	cb_flags_set(skops, true, true);
 	return 1;
 }
 
@@ -287,6 +337,7 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 {
 	struct bpf_sock *bsk = skb->sk;
 	struct ingress_walk w = {};
+	struct sock_enforce *se;
 	struct sock_charge *sc;
 	struct tcp_sock *tp;
 	struct sock *sk;
@@ -301,6 +352,11 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 	if (!tp)
 		return 1;
 	sk = (struct sock *)tp;
+	/* Not armed (TCPBUF_SE_LIMITED): every limited ancestor is far,
+	 * nothing it receives can matter (tcpbuf_near_next()). */
+	se = bpf_sk_storage_get(&sock_enforce, sk, NULL, 0);
+	if (!se || !(se->flags & TCPBUF_SE_LIMITED))
+		return 1;
 	sc = sock_charge_get(sk, true);
 	if (!sc)
 		return 1;
@@ -469,14 +525,49 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 	enforce_init(sk, se);
 	notice_user_change(sk, se);
 	caps_apply(sk, sk, &c, se);
-	socket_count_update(sk, tp, se, &c);
+	socket_count_update(sk, tp, se, c.limited);
 	caps_far_note(tp, se, &c);
 	/* Sockets that predate the limits get the per-segment callback too
-	 * (TCP_BPF_SOCK_OPS_CB_FLAGS, kernel >= 6.11; older ones: sweeps only). */
+	 * (TCP_BPF_SOCK_OPS_CB_FLAGS, kernel >= 6.11; older ones: sweeps only).
+	 * The sweep arms every socket of a limited subtree, near or far: one
+	 * whose ancestors are all far is released at its next segment
+	 * (enforce_sockops), which costs less than a far path here, for which
+	 * the verifier's budget has no room. */
 	flags = tp->bpf_sock_ops_cb_flags;
 	flags = c.limited ? flags | ENFORCE_CB_FLAGS : flags & ~ENFORCE_CB_FLAGS;
 	if (flags != tp->bpf_sock_ops_cb_flags)
 		bpf_setsockopt(sk, SOL_TCP, TCP_BPF_SOCK_OPS_CB_FLAGS, &flags, sizeof(flags));
+	return 0;
+}
+
+/*
+ * Run by the daemon over cgroup_sockets after a change of limits, before the
+ * sweep: near or far under the new thresholds (far without limits). Changes
+ * of a cgroup's socket count do this where they happen (near_update()).
+ */
+SEC("iter/bpf_map_elem")
+int near_refresh(struct bpf_iter__bpf_map_elem *ctx)
+{
+	struct tcpbuf_cgroup_sockets *cs;
+	struct cgroup_limits *l;
+	__u64 *key = ctx->key, id;
+	__u32 old, new = 0;
+
+	if (!key)
+		return 0;
+	/* The map's own value pointer, for the compare-and-swap; the key on
+	 * the stack, as lookups want it. */
+	id = *key;
+	cs = bpf_map_lookup_elem(&cgroup_sockets, &id);
+	if (!cs)
+		return 0;
+	old = cs->near;
+	l = bpf_map_lookup_elem(&cgroup_limits, &id);
+	if (l)
+		new = tcpbuf_near_next(old, cs->sockets, sock_bound_pages, l->pressure_pages,
+				       l->max_pages);
+	if (new != old)
+		__sync_bool_compare_and_swap(&cs->near, old, new);
 	return 0;
 }
 

@@ -44,6 +44,8 @@ const volatile __s32 sndbuf_initial = 16 << 10;	/* where a new limited socket st
 const volatile __s32 buf_floor = 16 << 10;	/* in pressure, no sndbuf cap goes below this */
 const volatile __s32 rcvbuf_floor = 64 << 10;	/* nor an rcvbuf cap: windows below a
 						 * segment make peers split them */
+/* The most one socket can hold (tcpbuf_near_next()), in pages. */
+const volatile __u64 sock_bound_pages = 2624;
 
 struct sock_enforce_map {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
@@ -258,6 +260,72 @@ static long caps_walk_level(__u64 i, void *ctx)
 	return 0;
 }
 
+struct find_walk {
+	struct ancestry a;
+	bool want_near;	/* a limited level that is near, or any limited level */
+	bool found;
+};
+
+/* Stops at the first level that matches: set only on the way out, the flag
+ * never makes the verifier walk the callback again with another state. */
+static long find_walk_level(__u64 i, void *ctx)
+{
+	struct tcpbuf_cgroup_sockets *cs;
+	struct find_walk *w = ctx;
+	__u64 id;
+
+	if (!walk_level(&w->a, i, &id))
+		return 1;
+	if (!bpf_map_lookup_elem(&cgroup_limits, &id))
+		return 0;
+	if (w->want_near) {
+		cs = bpf_map_lookup_elem(&cgroup_sockets, &id);
+		if (!cs || !cs->near)
+			return 0;
+	}
+	w->found = true;
+	return 1;
+}
+
+static __always_inline bool ancestry_find(struct sock *sk, bool near)
+{
+	struct find_walk w = { .want_near = near };
+
+	if (!limits_present())
+		return false;
+	ancestry_init(&w.a, sk, false);
+	bpf_loop(TCPBUF_MAX_DEPTH, find_walk_level, &w, 0);
+	return w.found;
+}
+
+/* Caps of a socket whose limited ancestors are all far: none, as without
+ * limits; what tcpbufd set goes back (sndbuf_target(), rcvbuf_target()). */
+static __always_inline void caps_unlimited(struct caps *c)
+{
+	c->limited = false;
+	c->snd = CAP_NONE;
+	c->rcv = CAP_NONE;
+	c->state = TCPBUF_STATE_NORMAL;
+}
+
+/*
+ * Whether a limited ancestor of the socket is near (tcpbuf_near_next()): the
+ * socket is then armed, capped and followed segment by segment. Kept out of
+ * caps_compute() and struct caps: anything more in the caps walk multiplies
+ * the verifier's states past its budget.
+ */
+static __always_inline bool ancestry_near(struct sock *sk)
+{
+	return ancestry_find(sk, true);
+}
+
+/* Whether some ancestor of the socket has limits, near or far; cheaper to
+ * verify than caps_compute(). */
+static __always_inline bool ancestry_has_limits(struct sock *sk)
+{
+	return ancestry_find(sk, false);
+}
+
 /* The caps of all the socket's limited ancestors, strictest first. */
 static __always_inline void caps_compute(struct sock *sk, const struct tcp_sock *tp,
 					 struct caps *c)
@@ -282,6 +350,38 @@ struct count_walk {
 	__s64 sockets, senders;
 };
 
+/* After a change of its socket count: near or far now? A change is told to
+ * the daemon, which links what near cgroups need and sweeps the subtree: that
+ * arms (or releases) its sockets, the one that made the change included.
+ * (Nothing is written back to the walk: under bpf_loop, a callback that
+ * changes its caller's state makes the verifier walk it again and again.) */
+static __always_inline void near_update(__u64 id, struct tcpbuf_cgroup_sockets *cs)
+{
+	struct tcpbuf_state_event *ev;
+	struct cgroup_limits *l;
+	__u32 old = cs->near, new;
+
+	l = bpf_map_lookup_elem(&cgroup_limits, &id);
+	if (!l)
+		return;
+	new = tcpbuf_near_next(old, cs->sockets, sock_bound_pages, l->pressure_pages,
+			       l->max_pages);
+	if (new == old || !__sync_bool_compare_and_swap(&cs->near, old, new))
+		return;
+	ev = bpf_ringbuf_reserve(&enforce_events, sizeof(*ev), 0);
+	if (!ev)
+		return;
+	ev->cgroup_id = id;
+	ev->time_ns = bpf_ktime_get_ns();
+	ev->usage_pages = cs->sockets;
+	ev->threshold_pages = 0;
+	ev->old_state = old;
+	ev->new_state = new;
+	ev->kind = TCPBUF_EVENT_NEAR;
+	ev->pad = 0;
+	bpf_ringbuf_submit(ev, 0);
+}
+
 static long count_walk_level(__u64 i, void *ctx)
 {
 	struct tcpbuf_cgroup_sockets *cs, zero = {};
@@ -297,8 +397,10 @@ static long count_walk_level(__u64 i, void *ctx)
 	}
 	if (!cs)
 		return 0;
-	if (w->sockets)
+	if (w->sockets) {
 		__sync_fetch_and_add(&cs->sockets, w->sockets);
+		near_update(id, cs);
+	}
 	if (w->senders)
 		__sync_fetch_and_add(&cs->senders, w->senders);
 	return 0;
@@ -328,11 +430,11 @@ static __always_inline void socket_count(struct sock *sk, struct sock_enforce *s
 	bpf_loop(TCPBUF_MAX_DEPTH, count_walk_level, &w, 0);
 }
 
-/* After caps: a socket of a limited subtree counts; a writer once it sent. */
+/* A socket of a limited subtree (near or far) counts; a writer once it sent. */
 static __always_inline void socket_count_update(struct sock *sk, const struct tcp_sock *tp,
-						struct sock_enforce *se, const struct caps *c)
+						struct sock_enforce *se, bool limited)
 {
-	socket_count(sk, se, c->limited, c->limited && tp->bytes_sent > 0);
+	socket_count(sk, se, limited, limited && tp->bytes_sent > 0);
 }
 
 /* First sight of a socket: remember what its application chose itself. */
@@ -395,6 +497,9 @@ static __always_inline __s64 rcvbuf_target(struct sock *sk, const struct caps *c
 {
 	__s64 cur = sk->sk_rcvbuf, cap = rcvbuf_ceiling;
 
+	/* Not armed (far, or limits gone): only what tcpbufd set goes back. */
+	if (!c->limited && !(se->flags & TCPBUF_SE_RCVBUF_SET))
+		return -1;
 	if (se->user_locks & TCPBUF_RCVBUF_LOCK)
 		cap = se->user_rcvbuf;
 	if (c->limited)
@@ -418,6 +523,15 @@ static __always_inline void sock_charge_mirror(struct sock *sk, const struct cap
 		sc->capped = capped;
 	if (sc->user_locked != se->user_locks)
 		sc->user_locked = se->user_locks;
+}
+
+/* Released: no longer capped, for whoever reads sock_charge. */
+static __always_inline void sock_charge_uncapped(struct sock *sk)
+{
+	struct sock_charge *sc = sock_charge_get(sk, false);
+
+	if (sc && sc->capped)
+		sc->capped = 0;
 }
 
 /* Sizes within a page (the kernel doubles and rounds) count as equal; growth

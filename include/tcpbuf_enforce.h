@@ -28,11 +28,16 @@ struct tcpbuf_enforce_ctl {
 struct tcpbuf_state_event {
 	__u64 cgroup_id;
 	__u64 time_ns;		/* bpf_ktime_get_ns() (CLOCK_MONOTONIC) at the crossing */
-	__s64 usage_pages;	/* usage that caused the change */
+	__s64 usage_pages;	/* usage that caused the change (TCPBUF_EVENT_NEAR: sockets) */
 	__u64 threshold_pages;	/* the threshold crossed */
-	__u32 old_state;	/* enum tcpbuf_state */
+	__u32 old_state;	/* enum tcpbuf_state (TCPBUF_EVENT_NEAR: the near flag) */
 	__u32 new_state;
+	__u32 kind;		/* TCPBUF_EVENT_* */
+	__u32 pad;
 };
+
+#define TCPBUF_EVENT_STATE	0	/* normal / pressure / max */
+#define TCPBUF_EVENT_NEAR	1	/* the cgroup became near or far (below) */
 
 /*
  * Map "cgroup_sockets" (hash, key: cgroup id): the established sockets of
@@ -47,12 +52,37 @@ struct tcpbuf_state_event {
 struct tcpbuf_cgroup_sockets {
 	__s64 sockets;
 	__s64 senders;
+	__u32 near;	/* see tcpbuf_near_next() */
+	__u32 pad;
 };
+
+/*
+ * Near and far. The kernel bounds what one socket can hold whatever anyone
+ * does: its autotuned (or SO_*BUF) buffers, plus an skb each way. While a
+ * limited cgroup's sockets times that bound stay well under its threshold
+ * (pressure, or max without one), no traffic can bring it there: its
+ * sockets are left to the kernel, nothing runs for their segments or
+ * syscalls, and no caps are set. Near: half the threshold is within that
+ * reach; far again below a quarter, so one socket more or less does not
+ * flap it. @bound_pages is that per-socket bound (the daemon computes it
+ * from the sysctls); a cgroup without a threshold is always near.
+ */
+static inline __u32 tcpbuf_near_next(__u32 near, __s64 sockets, __u64 bound_pages,
+				     __u64 pressure_pages, __u64 max_pages)
+{
+	__u64 t = pressure_pages && (!max_pages || pressure_pages < max_pages) ? pressure_pages
+									       : max_pages;
+	__u64 reach = sockets > 0 ? (__u64)sockets * bound_pages : 0;
+
+	if (!t)
+		return 1;
+	return near ? reach >= t / 4 : reach >= t / 2;
+}
 
 #define TCPBUF_SENDER_RESERVE_PAGES	17	/* a 64 KiB skb and its overhead */
 
 /* sock_enforce.flags */
-#define TCPBUF_SE_LIMITED	1	/* the socket has an ancestor with limits */
+#define TCPBUF_SE_LIMITED	1	/* armed: capped and followed (a limited ancestor is near) */
 #define TCPBUF_SE_SNDBUF_SET	2	/* sk_sndbuf is ours (set by tcpbufd) */
 #define TCPBUF_SE_RCVBUF_SET	4	/* sk_rcvbuf is ours */
 #define TCPBUF_SE_COUNTED	8	/* counted in cgroup_sockets.sockets */

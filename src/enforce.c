@@ -25,6 +25,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 #include "enforce.skel.h"
+#include "array.h"
 #include "demand.h"
 #include "enforce.h"
 #include "loader.h"
@@ -45,9 +46,12 @@ struct enforcer {
 	struct bpf_link *sweep_link;
 	struct ingress_link *ingress;	/* attached (pinned) ingress links, sorted by id */
 	size_t n_ingress, ingress_cap;
+	struct enforce_cgroup *tops;	/* topmost limited cgroups in the scope (own paths) */
+	size_t n_tops, tops_cap;
+	struct bpf_link *near_link;	/* near_refresh over cgroup_sockets */
+	int near;		/* some limited cgroup is near: 1, none: 0, unknown: -1 */
 	struct bpf_program *ingress_prog;
 	enum tcpbuf_mode mode;
-	int demand;		/* on-demand programs attached: 1, detached: 0, unknown: -1 */
 	char pin_path[PATH_MAX];
 	char mount[PATH_MAX];
 	char scope[PATH_MAX];
@@ -283,6 +287,8 @@ static void ingress_adopt(struct enforcer *e)
 }
 
 static int sweep(struct enforcer *e, bool all, bool targeted);
+static bool near_any(struct enforcer *e);
+static int near_links(struct enforcer *e, bool on);
 
 /* -------------------------------------------------------------- events */
 
@@ -336,8 +342,9 @@ static bool targets_set(struct enforcer *e, bool on)
 
 int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 {
+	bool near_seen = false, near_on;
 	double done_ms;
-	int err;
+	int err = 0;
 
 	e->n_batch = 0;
 	e->dropped = 0;
@@ -346,15 +353,28 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 		return err;
 	if (!e->n_batch && !e->dropped)
 		return 0;
-	err = sweep(e, false, !e->dropped && targets_set(e, true));
+	err = 0;
+	for (size_t i = 0; i < e->n_batch; i++)
+		near_seen |= e->batch[i].kind == TCPBUF_EVENT_NEAR;
+	near_on = (near_seen || e->dropped) ? near_any(e) : e->near == 1;
+	if (near_on)
+		err = near_links(e, true);
+	err = sweep(e, false, !e->dropped && targets_set(e, true)) ?: err;
 	if (!e->dropped)
 		targets_set(e, false);
+	if (!near_on)
+		err = near_links(e, false) ?: err;
 	done_ms = mono_ms();
 	for (size_t i = 0; i < e->n_batch; i++) {
 		const struct tcpbuf_state_event *ev = &e->batch[i];
+		const char *path = tree ? cgroup_tree_path(tree, ev->cgroup_id) : NULL;
 
-		report_state_change(e, ev, tree ? cgroup_tree_path(tree, ev->cgroup_id) : NULL,
-				 done_ms - ev->time_ns / 1e6);
+		if (ev->kind == TCPBUF_EVENT_NEAR)
+			log_debug("%s: %s at %lld sockets", path ? path : "?",
+				  ev->new_state ? "near its thresholds" : "far from its thresholds",
+				  (long long)ev->usage_pages);
+		else
+			report_state_change(e, ev, path, done_ms - ev->time_ns / 1e6);
 	}
 	if (e->dropped)
 		log_info("%zu more state changes in this batch", e->dropped);
@@ -455,29 +475,80 @@ static void sockets_prune(struct enforcer *e)
 	}
 }
 
-static int id_cmp(const void *a, const void *b)
-{
-	const uint64_t *x = a, *y = b;
+/* ---------------------------------------------------- topmost cgroups */
 
-	return *x < *y ? -1 : *x > *y;
+/*
+ * A limited cgroup below another one is covered by its ancestor's ingress
+ * program (cgroup programs run for the whole subtree): only the topmost
+ * limited cgroups of the scope get one.
+ */
+static int top_cmp(const void *a, const void *b)
+{
+	const struct enforce_cgroup *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* A limited cgroup below another one is covered by its ancestor's ingress
- * program (cgroup programs run for the whole subtree): only the topmost
- * limited cgroups of the scope get one. */
-static int ingress_want(struct enforcer *e, const struct enforce_cgroup *cg)
+/* Whether @id is a topmost limited cgroup (tops is sorted by id). */
+static bool tops_have(const struct enforcer *e, uint64_t id)
 {
-	struct ingress_link l = { .id = cg->id };
-	char name[64];
-	int r;
+	struct enforce_cgroup key = { .id = id };
 
-	if (cg->covered || ingress_find(e, cg->id))
+	return e->n_tops && bsearch(&key, e->tops, e->n_tops, sizeof(*e->tops), top_cmp);
+}
+
+/* Append; tops_sort() once done. */
+static int tops_add(struct enforcer *e, const struct enforce_cgroup *cg)
+{
+	char *path;
+
+	if (cg->covered || tops_have(e, cg->id))
 		return 0;
 	if (!path_within(cg->path, e->scope)) {
 		log_warn("%s: outside the scope %s; limits are not enforced there", cg->path,
 			 e->scope);
 		return 0;
 	}
+	if (array_reserve(e->tops, e->tops_cap, e->n_tops, 16))
+		return -ENOMEM;
+	path = strdup(cg->path);
+	if (!path)
+		return -ENOMEM;
+	e->tops[e->n_tops++] = (struct enforce_cgroup){ .id = cg->id, .path = path };
+	return 0;
+}
+
+static void tops_remove(struct enforcer *e, uint64_t id)
+{
+	for (size_t i = 0; i < e->n_tops; i++) {
+		if (e->tops[i].id != id)
+			continue;
+		free((char *)e->tops[i].path);
+		memmove(&e->tops[i], &e->tops[i + 1], (--e->n_tops - i) * sizeof(*e->tops));
+		return;
+	}
+}
+
+static void tops_clear(struct enforcer *e)
+{
+	for (size_t i = 0; i < e->n_tops; i++)
+		free((char *)e->tops[i].path);
+	e->n_tops = 0;
+}
+
+static void tops_sort(struct enforcer *e)
+{
+	qsort(e->tops, e->n_tops, sizeof(*e->tops), top_cmp);
+}
+
+static int ingress_attach(struct enforcer *e, const struct enforce_cgroup *cg)
+{
+	struct ingress_link l = { .id = cg->id };
+	char name[64];
+	int r;
+
+	if (ingress_find(e, cg->id))
+		return 0;
 	snprintf(name, sizeof(name), "ingress-%llu", (unsigned long long)cg->id);
 	r = cgroup_link_ensure(e, e->ingress_prog, cg->path, name, &l.fd);
 	if (r) {
@@ -493,54 +564,121 @@ static int ingress_want(struct enforcer *e, const struct enforce_cgroup *cg)
 	return 0;
 }
 
-/* The samplers go on before the programs see limits, and off after. */
-static int ctl_update(struct enforcer *e, unsigned limited)
+/* Ingress links at every topmost limited cgroup while some cgroup is near
+ * (near_links()), at none otherwise. */
+static int ingress_sync(struct enforcer *e)
 {
-	struct tcpbuf_enforce_ctl ctl = { .limited_cgroups = limited };
-	int on = limited > 0, err = 0;
-	__u32 zero = 0;
-
-	if (on && e->demand != 1)
-		err = demand_links_set(e->pin_path, true);
-	if (bpf_map_update_elem(bpf_map__fd(e->skel->maps.enforce_ctl), &zero, &ctl, BPF_ANY))
-		return -errno;
-	if (!on && e->demand != 0)
-		err = demand_links_set(e->pin_path, false);
-	if (!err)
-		e->demand = on;
-	return err;
-}
-
-int enforce_set_limited(struct enforcer *e, const struct enforce_cgroup *cgs, size_t n)
-{
-	uint64_t *tops = malloc((n ? n : 1) * sizeof(*tops));
-	size_t i, n_tops = 0;
+	bool on = e->near == 1;
 	int err = 0;
 
-	if (!tops)
-		return -ENOMEM;
-	for (i = 0; i < n; i++)
-		if (!cgs[i].covered)
-			tops[n_tops++] = cgs[i].id;
-	qsort(tops, n_tops, sizeof(*tops), id_cmp);
-	/* Detach first what is no longer wanted. */
-	for (i = 0; i < e->n_ingress;) {
-		if (bsearch(&e->ingress[i].id, tops, n_tops, sizeof(*tops), id_cmp))
+	for (size_t i = 0; i < e->n_ingress;) {
+		if (on && tops_have(e, e->ingress[i].id))
 			i++;
 		else
 			ingress_detach(e, i);
 	}
-	free(tops);
-	for (i = 0; i < n; i++) {
-		int r = ingress_want(e, &cgs[i]);
+	for (size_t i = 0; on && i < e->n_tops; i++) {
+		int r = ingress_attach(e, &e->tops[i]);
 
 		if (r == -ENOMEM)
 			return r;
 		err = err ?: r;
 	}
-	err = ctl_update(e, n) ?: err;
-	if (limits_changed(e))
+	return err;
+}
+
+static int ctl_update(struct enforcer *e, unsigned limited)
+{
+	struct tcpbuf_enforce_ctl ctl = { .limited_cgroups = limited };
+	__u32 zero = 0;
+
+	if (bpf_map_update_elem(bpf_map__fd(e->skel->maps.enforce_ctl), &zero, &ctl, BPF_ANY))
+		return -errno;
+	return 0;
+}
+
+/* ---------------------------------------------------------- near, far */
+
+/* Near or far under the limits as they are now (near_refresh). */
+static int near_refresh(struct enforcer *e)
+{
+	char buf[64];
+	int fd, n;
+
+	fd = bpf_iter_create(bpf_link__fd(e->near_link));
+	if (fd < 0)
+		return -errno;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		;
+	n = n < 0 ? -errno : 0;
+	close(fd);
+	return n;
+}
+
+static bool near_any(struct enforcer *e)
+{
+	int fd = bpf_map__fd(e->skel->maps.cgroup_sockets);
+	struct tcpbuf_cgroup_sockets cs;
+	__u64 key, next, *prev = NULL;
+
+	while (!bpf_map_get_next_key(fd, prev, &next)) {
+		if (!bpf_map_lookup_elem(fd, &next, &cs) && cs.near)
+			return true;
+		key = next;
+		prev = &key;
+	}
+	return false;
+}
+
+/*
+ * What runs for every segment or syscall runs only while some limited cgroup
+ * is near (tcpbuf_near_next()): the per-syscall samplers (demand.c) and
+ * ingress refusal at every topmost limited cgroup. Far cgroups' sockets
+ * are not armed, so ingress lets theirs pass at the first lookup.
+ */
+static int near_links(struct enforcer *e, bool on)
+{
+	int err;
+
+	if (e->near == on)
+		return 0;
+	err = demand_links_set(e->pin_path, on);
+	e->near = on;
+	err = ingress_sync(e) ?: err;
+	log_info("%s: per-segment enforcement %s", on ? "a limited cgroup is near its thresholds" :
+		 "every limited cgroup is far from its thresholds", on ? "on" : "off");
+	return err;
+}
+
+/* After a change of limits or of the limited set: near or far anew, then
+ * every socket to its caps (armed or released). What runs per segment goes
+ * on before the sweep arms sockets, and off after it released them. */
+static int near_and_sweep(struct enforcer *e, bool sweep_needed)
+{
+	int err = near_refresh(e);
+	bool on = near_any(e);
+
+	if (on)
+		err = near_links(e, true) ?: err;
+	if (sweep_needed)
 		err = enforce_sweep(e) ?: err;
+	if (!on)
+		err = near_links(e, false) ?: err;
+	return err;
+}
+
+int enforce_set_limited(struct enforcer *e, const struct enforce_cgroup *cgs, size_t n)
+{
+	int err = 0;
+
+	tops_clear(e);	/* so tops_add() finds no duplicate: the ids are distinct */
+	for (size_t i = 0; i < n; i++)
+		if (tops_add(e, &cgs[i]) == -ENOMEM)
+			return -ENOMEM;
+	tops_sort(e);
+	err = ctl_update(e, n);
+	err = near_and_sweep(e, limits_changed(e)) ?: err;
+	err = ingress_sync(e) ?: err;	/* the set of topmost cgroups changed */
 	sockets_prune(e);
 	return err;
 }
@@ -551,26 +689,24 @@ int enforce_add_limited(struct enforcer *e, const struct enforce_cgroup *cgs, si
 	int err = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		int r = ingress_want(e, &cgs[i]);
-
-		if (r == -ENOMEM)
-			return r;
-		err = err ?: r;
+		if (tops_add(e, &cgs[i]) == -ENOMEM)
+			return -ENOMEM;
+		tops_sort(e);
 	}
-	err = ctl_update(e, limited) ?: err;
+	err = ctl_update(e, limited);
 	/* A socket made in the moment before its cgroup had limits has no caps. */
-	if (n)
-		err = enforce_sweep(e) ?: err;
-	return err;
+	err = near_and_sweep(e, n > 0) ?: err;
+	return ingress_sync(e) ?: err;
 }
 
 int enforce_forget(struct enforcer *e, uint64_t id, unsigned limited)
 {
-	size_t i = ingress_index(e, id);
+	int err;
 
-	if (i < e->n_ingress && e->ingress[i].id == id)
-		ingress_detach(e, i);
-	return ctl_update(e, limited);
+	tops_remove(e, id);
+	err = ctl_update(e, limited);
+	err = near_and_sweep(e, false) ?: err;
+	return ingress_sync(e) ?: err;
 }
 
 /* --------------------------------------------------------- start, close */
@@ -596,6 +732,12 @@ static void set_rodata(struct enforce *skel, enum tcpbuf_mode mode)
 	if (tcp_rmem2 > 0 && tcp_rmem2 < rcv)
 		rcv = tcp_rmem2;
 	skel->rodata->accounting_mode = mode;
+	/* The most one socket can hold (tcpbuf_near_next()): the larger of
+	 * what autotuning and SO_*BUF reach each way, and an skb each way
+	 * with its overhead. */
+	skel->rodata->sock_bound_pages =
+		((tcp_rmem2 > 2 * rmem_max ? tcp_rmem2 : 2 * rmem_max) +
+		 (tcp_wmem2 > 2 * wmem_max ? tcp_wmem2 : 2 * wmem_max) + (256 << 10)) / 4096;
 	skel->rodata->sndbuf_ceiling = snd > INT_MAX ? INT_MAX : snd;
 	skel->rodata->rcvbuf_ceiling = rcv > INT_MAX ? INT_MAX : rcv;
 	/* A new socket starts where the kernel would start it (tcp_wmem[1]);
@@ -618,7 +760,7 @@ int enforce_start(const struct enforce_opts *o, struct enforcer **out)
 	if (!e)
 		return -ENOMEM;
 	e->mode = o->mode;
-	e->demand = -1;
+	e->near = -1;
 	snprintf(e->pin_path, sizeof(e->pin_path), "%s", o->pin_path);
 	snprintf(e->mount, sizeof(e->mount), "%s", o->cgroup_mount);
 	snprintf(e->scope, sizeof(e->scope), "%s", o->scope && *o->scope ? o->scope : "/");
@@ -658,6 +800,19 @@ int enforce_start(const struct enforce_opts *o, struct enforcer **out)
 		log_err("enforcement: cannot create the sweep iterator: %s", strerror(-err));
 		goto fail;
 	}
+	{
+		DECLARE_LIBBPF_OPTS(bpf_iter_attach_opts, io);
+		union bpf_iter_link_info info = { .map.map_fd = bpf_map__fd(e->skel->maps.cgroup_sockets) };
+
+		io.link_info = &info;
+		io.link_info_len = sizeof(info);
+		e->near_link = bpf_program__attach_iter(e->skel->progs.near_refresh, &io);
+		if (!e->near_link) {
+			err = -errno;
+			log_err("enforcement: cannot create the near/far iterator: %s", strerror(-err));
+			goto fail;
+		}
+	}
 	e->events = ring_buffer__new(bpf_map__fd(e->skel->maps.enforce_events), on_event, e, NULL);
 	if (!e->events) {
 		err = -errno;
@@ -677,6 +832,9 @@ void enforce_close(struct enforcer *e)
 		return;
 	ring_buffer__free(e->events);
 	bpf_link__destroy(e->sweep_link);
+	bpf_link__destroy(e->near_link);
+	tops_clear(e);
+	free(e->tops);
 	for (size_t i = 0; i < e->n_ingress; i++)
 		close(e->ingress[i].fd);
 	free(e->ingress);

@@ -9,6 +9,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <limits.h>
+#include <stddef.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,13 +25,15 @@
 
 #define RECV_BUF (64 * 1024)
 
+int skmem_storage_fd = -1;
+
 static void parse_attrs(struct skmem_sock *s, struct nlmsghdr *h, struct inet_diag_msg *m)
 {
 	int len = (int)h->nlmsg_len - (int)NLMSG_LENGTH(sizeof(*m));
 	struct rtattr *a = (struct rtattr *)(m + 1);
 
 	for (; RTA_OK(a, len); a = RTA_NEXT(a, len)) {
-		switch (a->rta_type) {
+		switch (a->rta_type & ~NLA_F_NESTED) {
 		case INET_DIAG_SKMEMINFO: {
 			uint32_t v[SK_MEMINFO_VARS] = { 0 };
 			size_t n = RTA_PAYLOAD(a);
@@ -49,6 +52,24 @@ static void parse_attrs(struct skmem_sock *s, struct nlmsghdr *h, struct inet_di
 			s->drops = v[SK_MEMINFO_DROPS];
 			break;
 		}
+		case INET_DIAG_SK_BPF_STORAGES: {
+			int l1 = RTA_PAYLOAD(a);
+			struct rtattr *st = RTA_DATA(a);
+
+			for (; RTA_OK(st, l1); st = RTA_NEXT(st, l1)) {
+				int l2 = RTA_PAYLOAD(st);
+				struct rtattr *f = RTA_DATA(st);
+
+				for (; RTA_OK(f, l2); f = RTA_NEXT(f, l2)) {
+					if ((f->rta_type & ~NLA_F_NESTED) != SK_DIAG_BPF_STORAGE_MAP_VALUE ||
+					    RTA_PAYLOAD(f) < (int)sizeof(uint32_t))
+						continue;
+					memcpy(&s->storage_u32, RTA_DATA(f), sizeof(uint32_t));
+					s->has_storage = 1;
+				}
+			}
+			break;
+		}
 		case INET_DIAG_CGROUP_ID:
 			if (RTA_PAYLOAD(a) >= (int)sizeof(uint64_t))
 				memcpy(&s->cgid, RTA_DATA(a), sizeof(uint64_t));
@@ -64,13 +85,24 @@ static int dump_family(int fd, int family, uint32_t seq,
 	struct {
 		struct nlmsghdr nlh;
 		struct inet_diag_req_v2 r;
+		struct rtattr storages;		/* INET_DIAG_REQ_SK_BPF_STORAGES */
+		struct rtattr map_fd;		/* SK_DIAG_BPF_STORAGE_REQ_MAP_FD */
+		uint32_t fd;
 	} req;
 	struct sockaddr_nl sa = { .nl_family = AF_NETLINK };
 	char *buf;
 	int ret = 0, done = 0;
 
 	memset(&req, 0, sizeof(req));
-	req.nlh.nlmsg_len = sizeof(req);
+	req.nlh.nlmsg_len = offsetof(typeof(req), storages);
+	if (skmem_storage_fd >= 0) {
+		req.nlh.nlmsg_len = sizeof(req);
+		req.storages.rta_type = INET_DIAG_REQ_SK_BPF_STORAGES | NLA_F_NESTED;
+		req.storages.rta_len = sizeof(req.storages) + sizeof(req.map_fd) + sizeof(req.fd);
+		req.map_fd.rta_type = SK_DIAG_BPF_STORAGE_REQ_MAP_FD;
+		req.map_fd.rta_len = sizeof(req.map_fd) + sizeof(req.fd);
+		req.fd = skmem_storage_fd;
+	}
 	req.nlh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
 	req.nlh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
 	req.nlh.nlmsg_seq = seq;
@@ -78,7 +110,7 @@ static int dump_family(int fd, int family, uint32_t seq,
 	req.r.sdiag_protocol = IPPROTO_TCP;
 	req.r.idiag_states = ~0U;
 	req.r.idiag_ext = 1 << (INET_DIAG_SKMEMINFO - 1);
-	if (sendto(fd, &req, sizeof(req), 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+	if (sendto(fd, &req, req.nlh.nlmsg_len, 0, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 		return -errno;
 	buf = malloc(RECV_BUF);
 	if (!buf)

@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Near and far (tcpbuf_near_next() in include/tcpbuf_enforce.h). A limited
+ * cgroup whose sockets, each holding the most the kernel lets one socket
+ * hold (B), could not reach half its threshold is far: its sockets are left
+ * to the kernel and nothing of tcpbufd runs per segment or syscall.
+ *
+ * "n" gets Max = 8 B, Pressure = 6 B, Min = 3 B (B from the sysctls, as the
+ * daemon computes it): near from 3 sockets on, far again at 1 or none.
+ *   1. one bulk connection inside (2 sockets): far. No ingress link, no
+ *      per-syscall sampler linked, and no socket armed: sock_diag, asked
+ *      for the pinned sock_enforce map (INET_DIAG_REQ_SK_BPF_STORAGES),
+ *      shows every socket's entry without TCPBUF_SE_LIMITED;
+ *   2. one idle connection more (4 sockets): near. The ingress link and the
+ *      samplers appear, and the sweep arms all four sockets;
+ *   3. both closed: far again, the links go.
+ * Every byte of the bulk connection arrives intact.
+ */
+#include "enforce_util.h"
+#include "harness.h"
+#include "skmem.h"
+
+#include <linux/bpf.h>
+#include <linux/types.h>
+#include <netinet/tcp.h>
+#include <sys/syscall.h>
+#include "tcpbuf_enforce.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static long sysctl_field(const char *path, int field)
+{
+	char *s = file_read(path), *p;
+	long v = -1;
+
+	if (!s)
+		return -1;
+	p = s;
+	for (int i = 0; i <= field && *p; i++)
+		v = strtol(p, &p, 10);
+	free(s);
+	return v;
+}
+
+static int64_t sock_bound_pages(void)
+{
+	long rmem_max = sysctl_field("/proc/sys/net/core/rmem_max", 0);
+	long wmem_max = sysctl_field("/proc/sys/net/core/wmem_max", 0);
+	long rmem2 = sysctl_field("/proc/sys/net/ipv4/tcp_rmem", 2);
+	long wmem2 = sysctl_field("/proc/sys/net/ipv4/tcp_wmem", 2);
+
+	return ((rmem2 > 2 * rmem_max ? rmem2 : 2 * rmem_max) +
+		(wmem2 > 2 * wmem_max ? wmem2 : 2 * wmem_max) + (256 << 10)) / 4096;
+}
+
+static int pinned(const char *name)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/links/%s", daemon_pin_path(), name);
+	return access(path, F_OK) == 0;
+}
+
+/* Wait until links/@name is there (@want) or gone; whether it came to be. */
+static int wait_pinned(const char *name, int want, int timeout_ms)
+{
+	for (double end = now_sec() + timeout_ms / 1000.0; now_sec() < end; msleep(10))
+		if (pinned(name) == want)
+			return 1;
+	return pinned(name) == want;
+}
+
+/* Sockets of @cg with a sock_enforce entry, and those of them armed. */
+struct armed {
+	uint64_t cgid;
+	int entries, armed;
+};
+
+static int armed_cb(const struct skmem_sock *s, void *arg)
+{
+	struct armed *a = arg;
+
+	if (s->cgid != a->cgid || s->state != TCP_ESTABLISHED || !s->has_storage)
+		return 0;
+	a->entries++;
+	a->armed += !!(s->storage_u32 & TCPBUF_SE_LIMITED);
+	return 0;
+}
+
+static struct armed armed_count(const char *cg)
+{
+	struct armed a = { .cgid = cg_id(cg) };
+
+	EXPECT_OK(skmem_foreach(armed_cb, &a));
+	return a;
+}
+
+static int pinned_map(const char *name)
+{
+	char path[4096];
+	union bpf_attr attr = {};
+
+	snprintf(path, sizeof(path), "%s/%s", daemon_pin_path(), name);
+	attr.pathname = (uint64_t)(uintptr_t)path;
+	return syscall(SYS_bpf, BPF_OBJ_GET, &attr, sizeof(attr));
+}
+
+int main(void)
+{
+	long snd_set_max = 2 * sysctl_field("/proc/sys/net/core/wmem_max", 0);
+	long rcv_set_max = 2 * sysctl_field("/proc/sys/net/core/rmem_max", 0);
+	int sampled;
+	struct bufs_summary far, near;
+	struct xload *bulk, *idle;
+	struct armed a;
+	int64_t b = sock_bound_pages();
+	char ingress[64], msg[256];
+	const char *cg;
+
+	test_init();
+	enforce_config(1000);
+	ASSERT_OK(daemon_start(""));
+	skmem_storage_fd = pinned_map("sock_enforce");
+	ASSERT_GE(skmem_storage_fd, 0);
+	cg = cg_create("n");
+	snprintf(ingress, sizeof(ingress), "ingress-%" PRIu64, cg_id(cg));
+	limits_write(cg, 8 * b, 8 * b, 6 * b, 3 * b);
+	ASSERT_OK(daemon_reload_until(cg, 8 * b, 5000));
+	/* Which accounting runs: the samplers exist in sampled mode only. */
+	{
+		char *out = NULL, mode[16] = "";
+
+		ASSERT_OK(ctl(&out, "status --json"));
+		json_string_field(out, "mode", mode, sizeof(mode));
+		free(out);
+		sampled = !strcmp(mode, "sampled");
+		test_log("B = %" PRId64 " pages; limits %" PRId64 " / %" PRId64 " / %" PRId64
+			 " pages; %s mode", b, 8 * b, 6 * b, 3 * b, mode);
+	}
+
+	/* 1. Far. */
+	bulk = xload_start(&(struct xload_opts){ .rx_cgroup = cg, .nconn = 1, .mode = XL_READ });
+	ASSERT_TRUE(bulk != NULL);
+	msleep(1500);
+	ASSERT_OK(bufs_summary(cg, 0, &far));
+	test_log("far: %d sockets, sndbuf %u..%u, rcvbuf %u..%u (SO_*BUF sets at most %ld / %ld); "
+		 "ingress link %d, send_length link %d", far.sockets, far.snd_min, far.snd_max,
+		 far.rcv_min, far.rcv_max, snd_set_max, rcv_set_max, pinned(ingress),
+		 pinned("send_length"));
+	a = armed_count(cg);
+	test_log("far: %d of the sockets' sock_enforce entries armed, of %d", a.armed, a.entries);
+	EXPECT_EQ(far.sockets, 2);
+	EXPECT_EQ(a.entries, 2);
+	EXPECT_EQ(a.armed, 0);
+	EXPECT_EQ(pinned(ingress), 0);
+	EXPECT_EQ(pinned("send_length"), 0);
+	EXPECT_EQ(pinned("enforce_sendmsg_sample"), 0);
+
+	/* 2. Near. */
+	idle = xload_start(&(struct xload_opts){ .rx_cgroup = cg, .nconn = 1, .idle = 1,
+						  .mode = XL_READ });
+	ASSERT_TRUE(idle != NULL);
+	EXPECT_TRUE(wait_pinned(ingress, 1, 2000));
+	if (sampled)
+		EXPECT_TRUE(wait_pinned("send_length", 1, 2000));
+	msleep(200);
+	ASSERT_OK(bufs_summary(cg, 0, &near));
+	test_log("near: %d sockets, sndbuf %u..%u, rcvbuf %u..%u; ingress link %d, send_length "
+		 "link %d", near.sockets, near.snd_min, near.snd_max, near.rcv_min, near.rcv_max,
+		 pinned(ingress), pinned("send_length"));
+	a = armed_count(cg);
+	test_log("near: %d of the sockets' sock_enforce entries armed, of %d", a.armed, a.entries);
+	EXPECT_EQ(near.sockets, 4);
+	EXPECT_EQ(a.entries, 4);
+	EXPECT_EQ(a.armed, 4);
+	EXPECT_LE(near.snd_max, snd_set_max);
+	EXPECT_LE(near.rcv_max, rcv_set_max);
+	EXPECT_GE(daemon_log_count("per-segment enforcement on"), 1);
+
+	/* 3. Far again. */
+	ASSERT_OK(xload_quiesce(bulk));
+	ASSERT_OK(xload_finish(bulk, 60000, msg, sizeof(msg)) == 0 ? 0 : (test_log("%s", msg), -1));
+	test_log("bulk connection: %s", msg);
+	xload_close(bulk);
+	xload_close(idle);
+	EXPECT_TRUE(wait_pinned(ingress, 0, 3000));
+	EXPECT_TRUE(wait_pinned("send_length", 0, 3000));
+	EXPECT_GE(daemon_log_count("per-segment enforcement off"), 1);
+	test_log("after close: ingress link %d, send_length link %d", pinned(ingress),
+		 pinned("send_length"));
+
+	close(skmem_storage_fd);
+	ASSERT_EQ(daemon_stop(), 0);
+	return test_done();
+}
