@@ -26,8 +26,14 @@ char LICENSE[] SEC("license") = "GPL";
 
 static __always_inline struct sock_enforce *sock_enforce_get(struct sock *sk, bool create)
 {
-	return bpf_sk_storage_get(&sock_enforce, sk, NULL,
-				  create ? BPF_SK_STORAGE_GET_F_CREATE : 0);
+	struct sock_enforce *se;
+	struct cgroup *cg;
+
+	se = bpf_sk_storage_get(&sock_enforce, sk, NULL,
+				create ? BPF_SK_STORAGE_GET_F_CREATE : 0);
+	if (se && create && !se->cgroup_id && (cg = sk_cgroup(sk)))
+		se->cgroup_id = cgroup_id_of(cg);
+	return se;
 }
 
 /* ------------------------------------------------------------- sock_ops */
@@ -421,21 +427,8 @@ int enforce_ingress_compat(struct __sk_buff *skb)
 /*
  * Run by the daemon after a state change or a change of limits: brings every
  * socket to the caps of its ancestors' current states (capping in pressure
- * and max, lifting in normal). Also re-evaluates those states, which a limit
- * change alone does not move.
+ * and max, lifting in normal).
  */
-static long state_refresh_level(__u64 i, void *ctx)
-{
-	struct cgroup_usage *u;
-	__u64 id;
-
-	if (!walk_level(ctx, i, &id))
-		return 1;
-	u = bpf_map_lookup_elem(&cgroup_usage, &id);
-	if (u)
-		cgroup_state_update(id, u, u->usage_pages);
-	return 0;
-}
 
 /* Set by the daemon before each sweep: 1 after a change of limits (any
  * socket may have gained a limited ancestor), 0 after state changes (only
@@ -444,47 +437,36 @@ static long state_refresh_level(__u64 i, void *ctx)
 __u32 sweep_all;
 
 /* After state changes, when the daemon has read every change (nothing was
- * dropped from the ring buffer): the cgroups that changed state. Only their
- * subtrees' caps move, and on a host of 100,000 sockets a sweep that sizes
- * every socket of every limited cgroup costs more than the walk itself. */
+ * dropped from the ring buffer): the cgroups that changed state and their
+ * descendants. Only their sockets' caps move, and on a host of 100,000
+ * sockets a sweep that sizes every socket of every limited cgroup costs
+ * more than the walk itself. */
 __u32 sweep_targeted;
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, TCPBUF_SWEEP_TARGETS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u64);
 	__type(value, __u8);
 } sweep_targets SEC(".maps");
 
-/* Whether a cgroup in sweep_targets is the socket's or one of its ancestors.
- * A socket whose ancestry was never cached, or was cut at the depth kept,
- * is taken as concerned. */
-static __always_inline bool sweep_concerns(struct sock *sk)
+/* Whether the socket's own cgroup is in sweep_targets (the daemon puts each
+ * changed cgroup's descendants there too): one lookup, no walk, which the
+ * sweep's verifier budget has no room for. */
+static __always_inline bool sweep_concerns(const struct sock_enforce *se)
 {
-	struct sock_charge *sc;
-	__u32 n;
-	int i;
+	__u64 id = se->cgroup_id;
 
-	if (sweep_all || !sweep_targeted)
+	if (sweep_all || !sweep_targeted || !id)
 		return true;
-	sc = sock_charge_get(sk, false);
-	if (!sc || sc->levels >= TCPBUF_MAX_DEPTH)
-		return true;
-	n = sc->levels;
-	for (i = 0; i < TCPBUF_MAX_DEPTH; i++) {
-		if (i >= n)
-			break;
-		if (bpf_map_lookup_elem(&sweep_targets, &sc->ancestors[i]))
-			return true;
-	}
-	return false;
+	return bpf_map_lookup_elem(&sweep_targets, &id) != NULL;
 }
 
 SEC("iter/tcp")
 int enforce_sweep(struct bpf_iter__tcp *ctx)
 {
 	struct sock_common *skc = ctx->sk_common;
-	struct ancestry refresh;
 	struct sock_enforce *se;
 	struct tcp_sock *tp;
 	struct sock *sk;
@@ -501,25 +483,18 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 	 * just changed: skip it cheaply (hosts hold 100,000s of sockets). */
 	se = sock_enforce_get(sk, false);
 	if (!se) {
-		if (!sweep_all)
+		if (!sweep_all || !ancestry_has_limits(sk))
 			return 0;
-		caps_compute(sk, tp, &c);
-		if (!c.limited)
-			return 0;
-	} else if (!sweep_concerns(sk)) {
+	} else if (!sweep_concerns(se)) {
 		return 0;
 	}
 	if (accounting_mode == TCPBUF_MODE_SAMPLED)
 		sample_socket(sk, SAMPLE_EXACT);
-	/* After state changes the states are fresh: the charges that moved
-	 * usage evaluated them. */
-	if (sweep_all) {
-		ancestry_init(&refresh, sk, false);
-		bpf_loop(TCPBUF_MAX_DEPTH, state_refresh_level, &refresh, 0);
-	}
 	caps_compute(sk, tp, &c);
+	/* Made here, the entry lacks its cgroup id (sweep_concerns() then
+	 * says yes): reading it costs the sweep verifier budget it lacks. */
 	if (!se)
-		se = sock_enforce_get(sk, true);
+		se = bpf_sk_storage_get(&sock_enforce, sk, NULL, BPF_SK_STORAGE_GET_F_CREATE);
 	if (!se)
 		return 0;
 	enforce_init(sk, se);
@@ -537,6 +512,28 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 	flags = c.limited ? flags | ENFORCE_CB_FLAGS : flags & ~ENFORCE_CB_FLAGS;
 	if (flags != tp->bpf_sock_ops_cb_flags)
 		bpf_setsockopt(sk, SOL_TCP, TCP_BPF_SOCK_OPS_CB_FLAGS, &flags, sizeof(flags));
+	return 0;
+}
+
+/*
+ * Run by the daemon over cgroup_limits after a change of limits, before the
+ * sweep: each limited cgroup's state under its new thresholds, once per
+ * cgroup (a change of limits moves no usage, so no charge would). After
+ * state changes the states are fresh: the charges that moved usage
+ * evaluated them.
+ */
+SEC("iter/bpf_map_elem")
+int state_refresh(struct bpf_iter__bpf_map_elem *ctx)
+{
+	struct cgroup_usage *u;
+	__u64 *key = ctx->key, id;
+
+	if (!key)
+		return 0;
+	id = *key;	/* lookups want the key on the stack */
+	u = bpf_map_lookup_elem(&cgroup_usage, &id);
+	if (u)
+		cgroup_state_update(id, u, u->usage_pages);
 	return 0;
 }
 

@@ -17,8 +17,9 @@ struct tcpbuf_enforce_ctl {
 };
 
 /* Map "sweep_targets" (hash, key: cgroup id; the daemon's, not pinned): the
- * cgroups whose state changes a targeted sweep serves, at most this many. */
-#define TCPBUF_SWEEP_TARGETS	256
+ * cgroups a targeted sweep serves (those that changed state or became near,
+ * and their descendants), at most this many; more, and it sweeps them all. */
+#define TCPBUF_SWEEP_TARGETS	65536
 
 /*
  * Map "enforce_events" (ring buffer): one record each time a cgroup changes
@@ -106,6 +107,7 @@ struct sock_enforce {
 	__s32 set_rcvbuf;	/* sk_rcvbuf as tcpbufd last set it */
 	__u32 state;		/* strictest state of its limited ancestors when last capped */
 	__u32 eval_us;		/* tcp_mstamp (low 32 bits) when its caps were last computed */
+	__u64 cgroup_id;	/* the socket's own cgroup, read when the entry was made */
 };
 
 #endif /* TCPBUF_ENFORCE_H */

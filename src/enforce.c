@@ -33,7 +33,7 @@
 #include "status.h"
 #include "tcpbuf_enforce.h"
 
-#define MAX_EVENTS_PER_BATCH TCPBUF_SWEEP_TARGETS
+#define MAX_EVENTS_PER_BATCH 256
 
 struct ingress_link {
 	uint64_t id;
@@ -49,6 +49,7 @@ struct enforcer {
 	struct enforce_cgroup *tops;	/* topmost limited cgroups in the scope (own paths) */
 	size_t n_tops, tops_cap;
 	struct bpf_link *near_link;	/* near_refresh over cgroup_sockets */
+	struct bpf_link *state_link;	/* state_refresh over cgroup_limits */
 	int near;		/* some limited cgroup is near: 1, none: 0, unknown: -1 */
 	struct bpf_program *ingress_prog;
 	enum tcpbuf_mode mode;
@@ -323,19 +324,42 @@ static void report_state_change(const struct enforcer *e, const struct tcpbuf_st
 		  (long long)ev->usage_pages, (unsigned long long)ev->threshold_pages, reaction_ms);
 }
 
-/* Put the batch's cgroups in sweep_targets (@on), or take them out again.
- * Returns whether they are all in. */
-static bool targets_set(struct enforcer *e, bool on)
+static int target_put(int fd, __u64 id, bool on)
+{
+	__u8 one = 1;
+
+	if (on)
+		return bpf_map_update_elem(fd, &id, &one, BPF_ANY) ? -errno : 0;
+	bpf_map_delete_elem(fd, &id);
+	return 0;
+}
+
+/* Put the batch's cgroups and their descendants in sweep_targets (@on), or
+ * take them out again. Returns whether they are all in. */
+static bool targets_set(struct enforcer *e, const struct cgroup_tree *tree, bool on)
 {
 	int fd = bpf_map__fd(e->skel->maps.sweep_targets);
-	__u8 one = 1;
 	bool all = true;
 
 	for (size_t i = 0; i < e->n_batch; i++) {
-		const __u64 *id = &e->batch[i].cgroup_id;
+		__u64 id = e->batch[i].cgroup_id;
+		const char *path = tree ? cgroup_tree_path(tree, id) : NULL;
+		size_t len = path ? strlen(path) : 0;
 
-		if (on ? bpf_map_update_elem(fd, id, &one, BPF_ANY) : bpf_map_delete_elem(fd, id))
-			all = on ? false : all;
+		if (target_put(fd, id, on))
+			all = false;
+		if (!path) {
+			all = false;	/* its descendants are unknown */
+			continue;
+		}
+		for (size_t j = 0; j < tree->n; j++) {
+			const struct cgroup_entry *c = tree->entries[j];
+
+			if (!strncmp(c->path, path, len) &&
+			    (c->path[len] == '/' || (len == 1 && c->path[len])) &&
+			    target_put(fd, c->id, on))
+				all = false;
+		}
 	}
 	return all;
 }
@@ -359,9 +383,9 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 	near_on = (near_seen || e->dropped) ? near_any(e) : e->near == 1;
 	if (near_on)
 		err = near_links(e, true);
-	err = sweep(e, false, !e->dropped && targets_set(e, true)) ?: err;
+	err = sweep(e, false, !e->dropped && targets_set(e, tree, true)) ?: err;
 	if (!e->dropped)
-		targets_set(e, false);
+		targets_set(e, tree, false);
 	if (!near_on)
 		err = near_links(e, false) ?: err;
 	done_ms = mono_ms();
@@ -388,23 +412,34 @@ int enforce_events_fd(const struct enforcer *e)
 
 /* --------------------------------------------------------------- sweep */
 
-/* @all: every socket (limits changed); else the sockets tcpbufd sizes, only
- * those under sweep_targets when @targeted. */
-static int sweep(struct enforcer *e, bool all, bool targeted)
+/* Run an iterator program to its end (they write nothing). */
+static int iter_run(struct bpf_link *link)
 {
 	char buf[256];
 	int fd, n;
 
-	e->skel->bss->sweep_all = all;
-	e->skel->bss->sweep_targeted = targeted;
-
-	fd = bpf_iter_create(bpf_link__fd(e->sweep_link));
+	fd = bpf_iter_create(bpf_link__fd(link));
 	if (fd < 0)
 		return -errno;
 	while ((n = read(fd, buf, sizeof(buf))) > 0)
 		;
 	n = n < 0 ? -errno : 0;
 	close(fd);
+	return n;
+}
+
+/* @all: every socket (limits changed), after every limited cgroup's state
+ * is evaluated anew; else the sockets tcpbufd sizes, only those under
+ * sweep_targets when @targeted. */
+static int sweep(struct enforcer *e, bool all, bool targeted)
+{
+	int n = 0;
+
+	if (all)
+		n = iter_run(e->state_link);
+	e->skel->bss->sweep_all = all;
+	e->skel->bss->sweep_targeted = targeted;
+	n = iter_run(e->sweep_link) ?: n;
 	if (n)
 		log_warn("enforcement sweep failed: %s", strerror(-n));
 	return n;
@@ -602,17 +637,7 @@ static int ctl_update(struct enforcer *e, unsigned limited)
 /* Near or far under the limits as they are now (near_refresh). */
 static int near_refresh(struct enforcer *e)
 {
-	char buf[64];
-	int fd, n;
-
-	fd = bpf_iter_create(bpf_link__fd(e->near_link));
-	if (fd < 0)
-		return -errno;
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		;
-	n = n < 0 ? -errno : 0;
-	close(fd);
-	return n;
+	return iter_run(e->near_link);
 }
 
 static bool near_any(struct enforcer *e)
@@ -640,12 +665,15 @@ static int near_links(struct enforcer *e, bool on)
 {
 	int err;
 
+	bool quiet = e->near == -1 && !on;	/* at start, nothing was on */
+
 	if (e->near == on)
 		return 0;
 	err = demand_links_set(e->pin_path, on);
 	e->near = on;
 	err = ingress_sync(e) ?: err;
-	log_info("%s: per-segment enforcement %s", on ? "a limited cgroup is near its thresholds" :
+	if (!quiet)
+		log_info("%s: per-segment enforcement %s", on ? "a limited cgroup is near its thresholds" :
 		 "every limited cgroup is far from its thresholds", on ? "on" : "off");
 	return err;
 }
@@ -807,9 +835,11 @@ int enforce_start(const struct enforce_opts *o, struct enforcer **out)
 		io.link_info = &info;
 		io.link_info_len = sizeof(info);
 		e->near_link = bpf_program__attach_iter(e->skel->progs.near_refresh, &io);
-		if (!e->near_link) {
+		info.map.map_fd = bpf_map__fd(e->skel->maps.cgroup_limits);
+		e->state_link = bpf_program__attach_iter(e->skel->progs.state_refresh, &io);
+		if (!e->near_link || !e->state_link) {
 			err = -errno;
-			log_err("enforcement: cannot create the near/far iterator: %s", strerror(-err));
+			log_err("enforcement: cannot create the map iterators: %s", strerror(-err));
 			goto fail;
 		}
 	}
@@ -833,6 +863,7 @@ void enforce_close(struct enforcer *e)
 	ring_buffer__free(e->events);
 	bpf_link__destroy(e->sweep_link);
 	bpf_link__destroy(e->near_link);
+	bpf_link__destroy(e->state_link);
 	tops_clear(e);
 	free(e->tops);
 	for (size_t i = 0; i < e->n_ingress; i++)
