@@ -105,8 +105,10 @@ static __always_inline void cb_flags_set(struct bpf_sock_ops *skops, bool armed,
 
 /*
  * Attached once at the scope cgroup. A socket without a limited ancestor
- * costs one array lookup when it is established and nothing afterwards: only
- * sockets of limited subtrees get the per-segment callback.
+ * costs one array lookup when it is established and nothing afterwards; one
+ * whose limited ancestors are all far is counted and gets only the close
+ * callback: only armed sockets (a limited ancestor is near) get the
+ * per-segment ones.
  */
 SEC("sockops")
 int enforce_sockops(struct bpf_sock_ops *skops)
