@@ -3,10 +3,14 @@
  * User side of enforcement (bpf/enforce.bpf.c). Pins, next to the loader's:
  *   links/enforce_sockops          sock_ops at the scope cgroup
  *   progs/enforce_sendmsg_sample   sampled mode: tp_btf/tcp_sendmsg_locked,
- *                                  attached (links/) only while some cgroup has
- *                                  limits, like the loader's samplers (demand.c)
- *   links/ingress-<cgroup id>      cgroup_skb/ingress on each topmost limited cgroup
- * so caps and refusal keep holding while no daemon runs. A restart loads the
+ *                                  linked (links/) only while some limited
+ *                                  cgroup is near, like the loader's samplers
+ *                                  (demand.c)
+ *   links/ingress-<cgroup id>      cgroup_skb/ingress on each topmost limited
+ *                                  cgroup, while some limited cgroup is near
+ * so caps and refusal keep holding while no daemon runs. Near and far
+ * (tcpbuf_near_next()): events from the programs, answered here by linking,
+ * unlinking and sweeping. A restart loads the
  * programs afresh and moves the pinned cgroup links onto them in place
  * (BPF_LINK_UPDATE), without a moment unattached.
  */
