@@ -456,12 +456,20 @@ struct {
 /* Whether the socket's own cgroup is in sweep_targets (the daemon puts each
  * changed cgroup's descendants there too): one lookup, no walk, which the
  * sweep's verifier budget has no room for. */
-static __always_inline bool sweep_concerns(const struct sock_enforce *se)
+static __always_inline bool sweep_concerns(struct sock *sk, struct sock_enforce *se)
 {
 	__u64 id = se->cgroup_id;
+	struct cgroup *cg;
 
-	if (sweep_all || !sweep_targeted || !id)
+	if (sweep_all || !sweep_targeted)
 		return true;
+	if (!id) {	/* an entry the sweep made: learn it once */
+		cg = sk_cgroup(sk);
+		if (!cg)
+			return true;
+		id = cgroup_id_of(cg);
+		se->cgroup_id = id;
+	}
 	return bpf_map_lookup_elem(&sweep_targets, &id) != NULL;
 }
 
@@ -487,7 +495,7 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 	if (!se) {
 		if (!sweep_all || !ancestry_has_limits(sk))
 			return 0;
-	} else if (!sweep_concerns(se)) {
+	} else if (!sweep_concerns(sk, se)) {
 		return 0;
 	}
 	if (accounting_mode == TCPBUF_MODE_SAMPLED)
