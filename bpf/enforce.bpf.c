@@ -70,9 +70,13 @@ static __always_inline int cb_flags_wanted(int flags, bool armed, bool limited)
 
 static __always_inline void cb_flags_set(struct bpf_sock_ops *skops, bool armed, bool limited)
 {
-	int flags = cb_flags_wanted(skops->bpf_sock_ops_cb_flags, armed, limited);
+	/* Read once: the verifier refuses a context field read through a
+	 * pointer the compiler computed for two reads. */
+	int cur = skops->bpf_sock_ops_cb_flags, flags;
 
-	if (flags != skops->bpf_sock_ops_cb_flags)
+	barrier_var(cur);
+	flags = cb_flags_wanted(cur, armed, limited);
+	if (flags != cur)
 		bpf_sock_ops_cb_flags_set(skops, flags);
 }
 
@@ -155,16 +159,22 @@ int enforce_sockops(struct bpf_sock_ops *skops)
 	if (!se)
 		return 1;
 	/* Its limited ancestors all far: counted, left to the kernel but for
-	 * the close. Counting it may make one near: the sweep that answers
-	 * arms it with the rest. */
+	 * the close. */
 	if (!c.limited || !ancestry_near(sk)) {
 		if (se->flags & TCPBUF_SE_LIMITED)
 			caps_release(skops, sk, se);
 		socket_count_update(sk, tp, se, c.limited);
-		cb_flags_set(skops, false, c.limited);
+		/* Counting it may have made an ancestor near: then its very
+		 * next segment arms it, not the sweep answering the event a
+		 * millisecond later; under a small limit, what one socket
+		 * queues meanwhile as autotuning lets it is most of max.
+		 * (Armed here, the verifier's budget would not hold.) */
+		cb_flags_set(skops, c.limited && ancestry_near(sk), c.limited);
 		return 1;
 	}
-	if (established)
+	/* First armed here or at a segment: remember what its application
+	 * chose; later, notice what it changes. */
+	if (established || !(se->flags & TCPBUF_SE_LIMITED))
 		enforce_init(sk, se);
 	else
 		notice_user_change(sk, se);
