@@ -257,7 +257,11 @@ static long ingress_walk_level(__u64 i, void *ctx)
 		 * empty queue too): refused, its peer backs off its
 		 * retransmission timer, and while other sockets keep the
 		 * cgroup full it might not get a turn for minutes. */
-		if (w->rmem == 0 && want <= max + (max >> 5))
+		/* Measured from max itself, not from max less the
+		 * writers' reserve: with both ends inside, what the writers
+		 * already queued counts in usage and can only drain through
+		 * such sockets; a bound under it refused it for good. */
+		if (w->rmem == 0 && want <= (__s64)l->max_pages + (__s64)(l->max_pages >> 5))
 			return 0;
 		__sync_fetch_and_add(&u->failcnt, 1);
 		/* Refusing is being at max, though usage stays just under it. */
