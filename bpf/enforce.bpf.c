@@ -7,6 +7,8 @@
  *                    (attached only to cgroups with limits)
  *   sweep            iter/tcp: caps for every existing socket, run by the
  *                    daemon right after a state change
+ *   state_refresh    iter/bpf_map_elem: each limited cgroup's state after a
+ *                    change of limits, once per cgroup
  *   near_refresh     iter/bpf_map_elem: near or far after a change of limits
  *   sendmsg_sample   sampled mode only: keeps a limited socket's usage fresh
  *                    while tcp_sendmsg queues
@@ -440,12 +442,6 @@ int enforce_ingress_compat(struct __sk_buff *skb)
 
 /* ---------------------------------------------------------------- sweep */
 
-/*
- * Run by the daemon after a state change or a change of limits: brings every
- * socket to the caps of its ancestors' current states (capping in pressure
- * and max, lifting in normal).
- */
-
 /* Set by the daemon before each sweep: 1 after a change of limits (any
  * socket may have gained a limited ancestor), 0 after state changes (only
  * sockets tcpbufd already sizes are concerned; new ones get their caps when
@@ -487,6 +483,11 @@ static __always_inline bool sweep_concerns(struct sock *sk, struct sock_enforce 
 	return bpf_map_lookup_elem(&sweep_targets, &id) != NULL;
 }
 
+/*
+ * Run by the daemon after a state change or a change of limits: brings every
+ * socket to the caps of its ancestors' current states (capping in pressure
+ * and max, lifting in normal).
+ */
 SEC("iter/tcp")
 int enforce_sweep(struct bpf_iter__tcp *ctx)
 {

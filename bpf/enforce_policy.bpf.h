@@ -298,16 +298,6 @@ static __always_inline bool ancestry_find(struct sock *sk, bool near)
 	return w.found;
 }
 
-/* Caps of a socket whose limited ancestors are all far: none, as without
- * limits; what tcpbufd set goes back (sndbuf_target(), rcvbuf_target()). */
-static __always_inline void caps_unlimited(struct caps *c)
-{
-	c->limited = false;
-	c->snd = CAP_NONE;
-	c->rcv = CAP_NONE;
-	c->state = TCPBUF_STATE_NORMAL;
-}
-
 /*
  * Whether a limited ancestor of the socket is near (tcpbuf_near_next()): the
  * socket is then armed, capped and followed segment by segment. Kept out of

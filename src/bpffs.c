@@ -108,3 +108,10 @@ int bpffs_remove_tree(const char *dir)
 		err = -errno;
 	return err;
 }
+
+int bpffs_path(char *buf, size_t len, const char *pin_path, const char *sub, const char *name)
+{
+	int n = snprintf(buf, len, "%s/%s%s", pin_path, sub, name);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}

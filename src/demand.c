@@ -18,15 +18,9 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "bpffs.h"
 #include "demand.h"
 #include "log.h"
-
-static int pin_name(char *buf, size_t len, const char *pin_path, const char *sub, const char *name)
-{
-	int n = snprintf(buf, len, "%s/%s/%s", pin_path, sub, name);
-
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
 
 int demand_pin(const char *pin_path, struct bpf_program *prog, const char *name)
 {
@@ -34,9 +28,9 @@ int demand_pin(const char *pin_path, struct bpf_program *prog, const char *name)
 	bool attached;
 	int err;
 
-	if (pin_name(dir, sizeof(dir), pin_path, "progs", "") ||
-	    pin_name(path, sizeof(path), pin_path, "progs", name) ||
-	    pin_name(link, sizeof(link), pin_path, "links", name))
+	if (bpffs_path(dir, sizeof(dir), pin_path, "progs/", "") ||
+	    bpffs_path(path, sizeof(path), pin_path, "progs/", name) ||
+	    bpffs_path(link, sizeof(link), pin_path, "links/", name))
 		return -ENAMETOOLONG;
 	if (mkdir(dir, 0700) && errno != EEXIST)
 		return -errno;
@@ -77,7 +71,7 @@ int demand_links_set(const char *pin_path, bool on)
 	int err = 0;
 	DIR *d;
 
-	if (pin_name(dir, sizeof(dir), pin_path, "progs", ""))
+	if (bpffs_path(dir, sizeof(dir), pin_path, "progs/", ""))
 		return -ENAMETOOLONG;
 	d = opendir(dir);
 	if (!d)
@@ -87,8 +81,8 @@ int demand_links_set(const char *pin_path, bool on)
 
 		if (de->d_name[0] == '.')
 			continue;
-		if (pin_name(prog, sizeof(prog), pin_path, "progs", de->d_name) ||
-		    pin_name(link, sizeof(link), pin_path, "links", de->d_name)) {
+		if (bpffs_path(prog, sizeof(prog), pin_path, "progs/", de->d_name) ||
+		    bpffs_path(link, sizeof(link), pin_path, "links/", de->d_name)) {
 			err = err ?: -ENAMETOOLONG;
 			continue;
 		}

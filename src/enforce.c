@@ -30,6 +30,7 @@
 #include <bpf/libbpf.h>
 #include "enforce.skel.h"
 #include "array.h"
+#include "bpffs.h"
 #include "demand.h"
 #include "enforce.h"
 #include "loader.h"
@@ -98,9 +99,7 @@ static bool kernel_has(const char *name, int kind)
 
 static int link_path(const struct enforcer *e, char *buf, size_t len, const char *name)
 {
-	int n = snprintf(buf, len, "%s/links/%s", e->pin_path, name);
-
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+	return bpffs_path(buf, len, e->pin_path, "links/", name);
 }
 
 static double mono_ms(void)
@@ -338,32 +337,25 @@ static int target_put(int fd, __u64 id, bool on)
 	return 0;
 }
 
-/* Put the batch's cgroups and their descendants in sweep_targets (@on), or
- * take them out again. Returns whether they are all in. */
+/* Put the batch's cgroups and their descendants (the tree holds each
+ * cgroup's own entry too) in sweep_targets (@on), or take them out again.
+ * Returns whether they are all in. */
 static bool targets_set(struct enforcer *e, const struct cgroup_tree *tree, bool on)
 {
 	int fd = bpf_map__fd(e->skel->maps.sweep_targets);
 	bool all = true;
 
 	for (size_t i = 0; i < e->n_batch; i++) {
-		__u64 id = e->batch[i].cgroup_id;
-		const char *path = tree ? cgroup_tree_path(tree, id) : NULL;
-		size_t len = path ? strlen(path) : 0;
+		const char *path = tree ? cgroup_tree_path(tree, e->batch[i].cgroup_id) : NULL;
 
-		if (target_put(fd, id, on))
-			all = false;
 		if (!path) {
-			all = false;	/* its descendants are unknown */
+			all = false;	/* its subtree is unknown: sweep them all */
 			continue;
 		}
-		for (size_t j = 0; j < tree->n; j++) {
-			const struct cgroup_entry *c = tree->entries[j];
-
-			if (!strncmp(c->path, path, len) &&
-			    (c->path[len] == '/' || (len == 1 && c->path[len])) &&
-			    target_put(fd, c->id, on))
+		for (size_t j = 0; j < tree->n; j++)
+			if (path_within(tree->entries[j]->path, path) &&
+			    target_put(fd, tree->entries[j]->id, on))
 				all = false;
-		}
 	}
 	return all;
 }
@@ -667,9 +659,8 @@ static bool near_any(struct enforcer *e)
  */
 static int near_links(struct enforcer *e, bool on)
 {
-	int err;
-
 	bool quiet = e->near == -1 && !on;	/* at start, nothing was on */
+	int err;
 
 	if (e->near == on)
 		return 0;

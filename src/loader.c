@@ -91,19 +91,12 @@ static __u64 build_id(void)
 	return h;
 }
 
-static int pin_file(char *buf, size_t len, const char *pin_path, const char *sub, const char *name)
-{
-	int n = snprintf(buf, len, "%s/%s%s", pin_path, sub, name);
-
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
-
 static int obj_get(const char *pin_path, const char *sub, const char *name)
 {
 	char path[PATH_MAX];
 	int fd;
 
-	if (pin_file(path, sizeof(path), pin_path, sub, name))
+	if (bpffs_path(path, sizeof(path), pin_path, sub, name))
 		return -ENAMETOOLONG;
 	fd = bpf_obj_get(path);
 	return fd < 0 ? -errno : fd;
@@ -115,7 +108,7 @@ static int links_present(const char *pin_path, const char *const *names, size_t 
 	size_t i;
 
 	for (i = 0; i < n; i++) {
-		if (pin_file(path, sizeof(path), pin_path, "links/", names[i]) || access(path, F_OK))
+		if (bpffs_path(path, sizeof(path), pin_path, "links/", names[i]) || access(path, F_OK))
 			return 0;
 	}
 	return 1;
@@ -169,7 +162,7 @@ static int pin_link(struct tcpbuf_bpf *bpf, struct bpf_link *link, const char *n
 	char path[PATH_MAX];
 	int err;
 
-	err = pin_file(path, sizeof(path), bpf->pin_path, "links/", name);
+	err = bpffs_path(path, sizeof(path), bpf->pin_path, "links/", name);
 	if (!err)
 		err = bpf_link__pin(link, path);
 	if (err)
@@ -327,7 +320,7 @@ static int fresh_start(struct tcpbuf_bpf *bpf, enum tcpbuf_mode wanted)
 
 	bpffs_remove_tree(bpf->pin_path);
 	err = bpffs_ensure(bpf->pin_path);
-	if (!err && pin_file(links, sizeof(links), bpf->pin_path, "", "links") == 0 &&
+	if (!err && bpffs_path(links, sizeof(links), bpf->pin_path, "", "links") == 0 &&
 	    mkdir(links, 0700) && errno != EEXIST)
 		err = -errno;
 	if (err) {
