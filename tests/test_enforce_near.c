@@ -179,7 +179,7 @@ int main(void)
 	EXPECT_EQ(a.armed, 4);
 	EXPECT_LE(near.snd_max, snd_set_max);
 	EXPECT_LE(near.rcv_max, rcv_set_max);
-	EXPECT_GE(daemon_log_count("per-segment enforcement on"), 1);
+	EXPECT_GE(daemon_log_wait("per-segment enforcement on", 1, 3000), 1);
 
 	/* 3. Far again. */
 	ASSERT_OK(xload_quiesce(bulk));
@@ -189,7 +189,7 @@ int main(void)
 	xload_close(idle);
 	EXPECT_TRUE(wait_pinned(ingress, 0, 3000));
 	EXPECT_TRUE(wait_pinned("send_length", 0, 3000));
-	EXPECT_GE(daemon_log_count("per-segment enforcement off"), 1);
+	EXPECT_GE(daemon_log_wait("per-segment enforcement off", 1, 3000), 1);
 	test_log("after close: ingress link %d, send_length link %d", pinned(ingress),
 		 pinned("send_length"));
 

@@ -1156,6 +1156,16 @@ int daemon_log_count(const char *needle)
 	return n;
 }
 
+int daemon_log_wait(const char *needle, int n, int timeout_ms)
+{
+	double end = now_sec() + timeout_ms / 1000.0;
+	int got;
+
+	while ((got = daemon_log_count(needle)) < n && now_sec() < end)
+		msleep(10);
+	return got;
+}
+
 /* --------------------------------------------------------------- client */
 
 const char *ctl_stderr(void)

@@ -232,6 +232,10 @@ int file_rm_rf(const char *path);
 char *dir_snapshot(const char *dir);
 /* Lines of the daemon log (daemon_log_path()) that hold needle. */
 int daemon_log_count(const char *needle);
+/* Wait up to timeout_ms for at least n such lines: the daemon logs a change
+ * just after making it, so a test that saw the change may be early. Returns
+ * the count. */
+int daemon_log_wait(const char *needle, int n, int timeout_ms);
 
 /* ----------------------------------------------------------------- JSON */
 
