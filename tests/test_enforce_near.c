@@ -32,31 +32,6 @@
 #include <string.h>
 #include <unistd.h>
 
-static long sysctl_field(const char *path, int field)
-{
-	char *s = file_read(path), *p;
-	long v = -1;
-
-	if (!s)
-		return -1;
-	p = s;
-	for (int i = 0; i <= field && *p; i++)
-		v = strtol(p, &p, 10);
-	free(s);
-	return v;
-}
-
-static int64_t sock_bound_pages(void)
-{
-	long rmem_max = sysctl_field("/proc/sys/net/core/rmem_max", 0);
-	long wmem_max = sysctl_field("/proc/sys/net/core/wmem_max", 0);
-	long rmem2 = sysctl_field("/proc/sys/net/ipv4/tcp_rmem", 2);
-	long wmem2 = sysctl_field("/proc/sys/net/ipv4/tcp_wmem", 2);
-
-	return ((rmem2 > 2 * rmem_max ? rmem2 : 2 * rmem_max) +
-		(wmem2 > 2 * wmem_max ? wmem2 : 2 * wmem_max) + (256 << 10)) / 4096;
-}
-
 static int pinned(const char *name)
 {
 	char path[4096];

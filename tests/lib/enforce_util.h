@@ -106,6 +106,12 @@ int under_emulation(void);
  * enforce_config() names that directory; reload with SIGHUP.
  */
 void limits_write(const char *path, int64_t limit, int64_t max, int64_t pressure, int64_t min);
+/* B, the most one socket can hold (tcpbuf_near_next(), as the daemon computes
+ * it from the sysctls), in pages: a limited cgroup is near from the point where
+ * its sockets times B reach half its pressure (or max) threshold. */
+int64_t sock_bound_pages(void);
+/* Field @field (0-based) of a whitespace-separated sysctl file; -1 if unreadable. */
+long sysctl_field(const char *path, int field);
 void limits_remove(const char *path);
 /* Main config: DropInDir = daemon_confdir(), sampling every sample_ms. */
 void enforce_config(unsigned sample_ms);
