@@ -28,14 +28,7 @@ char LICENSE[] SEC("license") = "GPL";
 
 static __always_inline struct sock_enforce *sock_enforce_get(struct sock *sk, bool create)
 {
-	struct sock_enforce *se;
-	struct cgroup *cg;
-
-	se = bpf_sk_storage_get(&sock_enforce, sk, NULL,
-				create ? BPF_SK_STORAGE_GET_F_CREATE : 0);
-	if (se && create && !se->cgroup_id && (cg = sk_cgroup(sk)))
-		se->cgroup_id = cgroup_id_of(cg);
-	return se;
+	return bpf_sk_storage_get(&sock_enforce, sk, NULL, create ? BPF_SK_STORAGE_GET_F_CREATE : 0);
 }
 
 /* ------------------------------------------------------------- sock_ops */
@@ -516,10 +509,8 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 	if (accounting_mode == TCPBUF_MODE_SAMPLED)
 		sample_socket(sk, SAMPLE_EXACT);
 	caps_compute(sk, tp, &c);
-	/* Made here, the entry lacks its cgroup id: filling it costs the
-	 * sweep verifier budget it lacks, and no program reads it. */
 	if (!se)
-		se = bpf_sk_storage_get(&sock_enforce, sk, NULL, BPF_SK_STORAGE_GET_F_CREATE);
+		se = sock_enforce_get(sk, true);
 	if (!se)
 		return 0;
 	enforce_init(sk, se);

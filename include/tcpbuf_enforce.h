@@ -107,8 +107,6 @@ struct sock_enforce {
 	__s32 set_rcvbuf;	/* sk_rcvbuf as tcpbufd last set it */
 	__u32 state;		/* strictest state of its limited ancestors when last capped */
 	__u32 eval_us;		/* tcp_mstamp (low 32 bits) when its caps were last computed */
-	__u64 cgroup_id;	/* the socket's own cgroup when sock_ops made the entry
-				 * (for sock_diag's storage dumps; programs read the socket's) */
 };
 
 #endif /* TCPBUF_ENFORCE_H */

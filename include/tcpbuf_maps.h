@@ -12,7 +12,7 @@
 #include <linux/types.h>
 #endif
 
-#define TCPBUF_LAYOUT_VERSION	4
+#define TCPBUF_LAYOUT_VERSION	5
 
 /* Deepest cgroup level charged; deeper cgroups charge their ancestors up to here. */
 #define TCPBUF_MAX_DEPTH	16
