@@ -4,9 +4,10 @@
  * at a few per-syscall and per-socket tracepoints, set the socket's charge to
  * its footprint (forward_alloc + wmem_queued + rmem_alloc, the pages the
  * kernel holds for it), keeping the last page of a shrinking footprint.
- * Between samples, iter/tcp (reconcile.bpf.c) brings every socket exactly
- * up to date. No per-packet hook runs here: growth of a stalled
- * receiver's queue is seen at the next reconcile.
+ * Between samples, and for every socket not armed by a near limit,
+ * iter/tcp (reconcile.bpf.c) brings every socket exactly up to date. No
+ * per-packet hook runs here: growth of a stalled receiver's queue is seen
+ * at the next reconcile.
  */
 #include "charge.bpf.h"
 #include <bpf/bpf_tracing.h>
@@ -14,19 +15,25 @@
 char LICENSE[] SEC("license") = "GPL";
 
 /* Kernel >= 6.3: fires at the end of every sendmsg/recvmsg, so the sample
- * already includes what that call queued or freed. Lazy: a shrinking
- * footprint keeps its last page until the next reconcile (charge.bpf.h). */
+ * already includes what that call queued or freed. Linked only while some
+ * limited cgroup is near (src/demand.c), and then it fires for every socket
+ * of the host: only the armed ones are sampled, so a container near its
+ * limit does not make its neighbours' syscalls pay for it. Lazy: a
+ * shrinking footprint keeps its last page until the next reconcile
+ * (charge.bpf.h). */
 SEC("tp_btf/sock_send_length")
 int BPF_PROG(send_length, struct sock *sk, int ret, int flags)
 {
-	sample_socket(sk, SAMPLE_LAZY);
+	if (sock_armed(sk))
+		sample_socket(sk, SAMPLE_LAZY);
 	return 0;
 }
 
 SEC("tp_btf/sock_recv_length")
 int BPF_PROG(recv_length, struct sock *sk, int ret, int flags)
 {
-	sample_socket(sk, SAMPLE_LAZY);
+	if (sock_armed(sk))
+		sample_socket(sk, SAMPLE_LAZY);
 	return 0;
 }
 

@@ -597,15 +597,10 @@ int BPF_PROG(sendmsg_sample, const struct sock *csk, const struct msghdr *msg,
 	     const struct sk_buff *skb, int size_goal)
 {
 	struct sock *sk = (struct sock *)csk;
-	struct sock_enforce *se;
 
 	/* Every TCP socket on the host passes here: while no cgroup has
-	 * limits, or for a socket without any socket storage, nothing is
-	 * ours to do, and that is told without the storage lookup. */
-	if (!limits_present() || !sk->sk_bpf_storage)
-		return 0;
-	se = sock_enforce_get(sk, false);
-	if (se && (se->flags & TCPBUF_SE_LIMITED))
+	 * limits nothing is ours to do. */
+	if (limits_present() && sock_armed(sk))
 		sample_socket(sk, SAMPLE_LAZY);
 	return 0;
 }

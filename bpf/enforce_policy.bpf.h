@@ -47,14 +47,6 @@ const volatile __s32 rcvbuf_floor = 64 << 10;	/* nor an rcvbuf cap: windows belo
 /* The most one socket can hold (tcpbuf_near_next()), in pages. */
 const volatile __u64 sock_bound_pages = 2624;
 
-struct sock_enforce_map {
-	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct sock_enforce);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} sock_enforce SEC(".maps");
-
 #define CAP_NONE	((__s64)1 << 40)
 
 struct caps {
