@@ -10,6 +10,7 @@
  * at the next reconcile.
  */
 #include "charge.bpf.h"
+#include "timehist.bpf.h"
 #include <bpf/bpf_tracing.h>
 
 char LICENSE[] SEC("license") = "GPL";
@@ -24,16 +25,21 @@ char LICENSE[] SEC("license") = "GPL";
 SEC("tp_btf/sock_send_length")
 int BPF_PROG(send_length, struct sock *sk, int ret, int flags)
 {
+	TIMEHIST_START();
 	if (sock_armed(sk))
 		sample_socket(sk, SAMPLE_LAZY);
+	TIMEHIST_END(TH_SEND_LENGTH);
 	return 0;
 }
 
 SEC("tp_btf/sock_recv_length")
 int BPF_PROG(recv_length, struct sock *sk, int ret, int flags)
 {
+	TIMEHIST_EMPTY(TH_CLOCK_RECV);
+	TIMEHIST_START();
 	if (sock_armed(sk))
 		sample_socket(sk, SAMPLE_LAZY);
+	TIMEHIST_END(TH_RECV_LENGTH);
 	return 0;
 }
 

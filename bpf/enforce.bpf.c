@@ -18,6 +18,7 @@
  * segment, checked at ingress. The others are counted and left alone.
  */
 #include "enforce_policy.bpf.h"
+#include "timehist.bpf.h"
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_endian.h>
 
@@ -422,8 +423,12 @@ SEC("cgroup_skb/ingress")
 int enforce_ingress(struct __sk_buff *skb)
 {
 	struct sk_buff *kskb = bpf_cast_to_kern_ctx(skb);
+	int verdict;
 
-	return ingress_check(skb, kskb->truesize);
+	TIMEHIST_START();
+	verdict = ingress_check(skb, kskb->truesize);
+	TIMEHIST_END(TH_INGRESS);
+	return verdict;
 }
 
 /* Older kernels: payload plus a typical skb overhead. The loader picks one. */
@@ -600,7 +605,10 @@ int BPF_PROG(sendmsg_sample, const struct sock *csk, const struct msghdr *msg,
 
 	/* Every TCP socket on the host passes here: while no cgroup has
 	 * limits nothing is ours to do. */
+	TIMEHIST_EMPTY(TH_CLOCK);
+	TIMEHIST_START();
 	if (limits_present() && sock_armed(sk))
 		sample_socket(sk, SAMPLE_LAZY);
+	TIMEHIST_END(TH_SENDMSG_SAMPLE);
 	return 0;
 }
