@@ -217,8 +217,8 @@ extern void *bpf_cast_to_kern_ctx(void *obj) __ksym __weak;
  */
 struct ingress_walk {
 	struct ancestry a;
-	__s64 pages;		/* the segment and the socket's backlog, in pages */
-	__s64 skb_pages;	/* the segment alone */
+	__s64 pages;		/* what the segment adds to usage: it and the socket's
+				 * backlog (sampled mode: less what is charged) */
 	__s64 rmem;		/* the socket's receive memory, bytes */
 	bool refused;
 };
@@ -293,15 +293,15 @@ static __always_inline bool tcp_would_queue(struct sock *sk, const struct tcp_so
 }
 
 /*
- * Whether @extra pages more leave every limited ancestor of the socket in
- * normal state below pressure and below the point where the writers' reserve
- * starts to count against max (max_effective()). Then the segment can
- * neither be refused nor change a state, and nothing needs doing: the reader
- * charges it at its next sample, as in any other cgroup. This is what keeps
- * ingress at a few lookups per segment while a cgroup is far from its limits,
- * which is nearly always.
+ * Whether @extra pages more could be refused: some limited ancestor of the
+ * socket is at max, or would pass the point where the writers' reserve
+ * starts to count against max (max_effective()). Short of that, ingress has
+ * nothing to decide: in sampled mode it charges what the socket would hold
+ * (a crossing of pressure is seen by that charge, as by any other), in exact
+ * mode the kernel's charge does. This keeps ingress at a few lookups per
+ * segment everywhere but right under max, in pressure too.
  */
-static __always_inline bool ingress_far(const struct sock_charge *sc, __s64 extra)
+static __always_inline bool ingress_near_max(const struct sock_charge *sc, __s64 extra)
 {
 	__u32 n = sc->levels;
 	int i;
@@ -316,19 +316,17 @@ static __always_inline bool ingress_far(const struct sock_charge *sc, __s64 extr
 			break;
 		id = sc->ancestors[i];
 		l = bpf_map_lookup_elem(&cgroup_limits, &id);
-		if (!l)
+		if (!l || !l->max_pages)
 			continue;
 		u = bpf_map_lookup_elem(&cgroup_usage, &id);
-		if (u && u->state != TCPBUF_STATE_NORMAL)
-			return false;
+		if (u && u->state == TCPBUF_STATE_MAX)
+			return true;
 		want = (u ? u->usage_pages : 0) + extra;
 		max = l->max_pages;
-		if (l->pressure_pages && want >= (__s64)l->pressure_pages)
-			return false;
-		if (max && want >= max - (max >> 2) - (max >> 6) - 16)
-			return false;
+		if (want >= max - (max >> 2) - (max >> 6) - 16)
+			return true;
 	}
-	return true;
+	return false;
 }
 
 /*
@@ -361,7 +359,7 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 	struct sock *sk;
 	__s64 uncharged = 0, with = 0;
 	__u32 seq = 0;
-	bool far;
+	bool near_max;
 	int len;
 
 	if (!bsk || !limits_present())
@@ -381,7 +379,6 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 	/* What this segment adds, and what already waits in the socket's
 	 * backlog (its reader holds the lock): neither is charged yet, in
 	 * either mode, and a slow reader can let the backlog grow large. */
-	w.skb_pages = (truesize + TCPBUF_PAGE_SIZE - 1) >> TCPBUF_PAGE_SHIFT;
 	w.pages = (truesize + sk->sk_backlog.len + TCPBUF_PAGE_SIZE - 1) >> TCPBUF_PAGE_SHIFT;
 	/* Sampled mode: what the socket would hold with the segment beyond
 	 * what it has charged (a reader's kept page often covers it). */
@@ -389,30 +386,36 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 		with = footprint_with_pages(sk, truesize + sk->sk_backlog.len);
 		uncharged = with - sc->charged_pages;
 	}
-	far = ingress_far(sc, uncharged > 0 ? uncharged : 0);
-	/* Far from every limit with nothing to charge: the common case of
+	near_max = ingress_near_max(sc, uncharged > 0 ? uncharged : 0);
+	/* Nothing to refuse and nothing to charge: the common case of
 	 * request/response traffic, a few lookups. */
-	if (far && uncharged <= 0)
+	if (!near_max && uncharged <= 0)
 		return 1;
 	len = tcp_payload_len(skb, &seq);
 	if (len <= 0)
 		return 1;
 	if (!tcp_new_data(tp, seq, len))
 		return 1;	/* a duplicate: TCP ignores it, nothing to refuse */
-	if (!far) {
+	if (near_max) {
 		w.rmem = sk->sk_backlog.rmem_alloc.counter;
+		/* Sampled mode: usage has this socket at what it charged; what
+		 * it would hold with the segment (counted as when it was
+		 * charged before) is what the walk adds, and what is charged
+		 * below if the segment passes: one charge, not a fresh sample
+		 * and then the segment's. */
+		with = sk_footprint_pages(sk) + w.pages;
 		if (accounting_mode == TCPBUF_MODE_SAMPLED)
-			sample_socket(sk, SAMPLE_LAZY);	/* this socket's part of usage, fresh */
+			w.pages = with - sc->charged_pages;
 		w.a.sc = sc;
 		bpf_loop(TCPBUF_MAX_DEPTH, ingress_walk_level, &w, 0);
 		if (w.refused)
 			return 0;
-		with = sk_footprint_pages(sk) + w.pages;	/* as charged before */
 	}
 	/* Sampled mode: charge the segment now, so every socket's charge
 	 * covers what it holds and usage is never behind by a segment per
-	 * socket of the subtree (which is what makes "far" above sound). The
-	 * next sample of the socket corrects this to what TCP really queued. */
+	 * socket of the subtree (which is what makes skipping the walk above
+	 * sound). The next sample of the socket corrects this to what TCP
+	 * really queued. */
 	if (accounting_mode == TCPBUF_MODE_SAMPLED && tcp_would_queue(sk, tp, seq))
 		sample_socket_to(sk, with, SAMPLE_LAZY);
 	return 1;
