@@ -181,6 +181,22 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* Run an iterator once to its end. */
+static void iter_drain(int lfd, const char *link)
+{
+	char buf[4096];
+	int fd = bpf_iter_create(lfd);
+	ssize_t r;
+
+	if (fd < 0)
+		die("iterator of %s", link);
+	while ((r = read(fd, buf, sizeof(buf))) > 0)
+		;
+	if (r < 0)
+		die("read iterator of %s", link);
+	close(fd);
+}
+
 static int sweep_fd(int lfd, const char *link, int n)
 {
 	double *ms = calloc(n, sizeof(*ms));
@@ -254,7 +270,7 @@ static int sweep_prog(const char *path, const char *name, const char *pindir, in
 {
 	LIBBPF_OPTS(bpf_object_open_opts, opts, .pin_root_path = pindir);
 	struct bpf_object *obj = bpf_object__open_file(path, &opts);
-	struct bpf_program *prog, *want = NULL;
+	struct bpf_program *prog, *want = NULL, *collect = NULL;
 	struct bpf_link *link;
 	struct bpf_map *map;
 	char pin[4096];
@@ -271,16 +287,38 @@ static int sweep_prog(const char *path, const char *name, const char *pindir, in
 	bpf_object__for_each_program(prog, obj) {
 		if (!strcmp(bpf_program__name(prog), name))
 			want = prog;
+		else if (target && !strcmp(bpf_program__name(prog), "target_collect"))
+			collect = prog;	/* targets by cgroup address, as the daemon */
 		else
 			bpf_program__set_autoload(prog, false);
 	}
 	if (!want)
 		die("no program %s in %s", name, path);
-	if (target)
+	if (target) {
 		bss_set_u32(obj, "sweep_targeted", 1);
+		if (collect)
+			bss_set_u32(obj, "sweep_by_pointer", 1);
+	}
 	if (bpf_object__load(obj))
 		die("load %s from %s", name, path);
-	if (target) {
+	if (target && collect) {
+		DECLARE_LIBBPF_OPTS(bpf_iter_attach_opts, io);
+		union bpf_iter_link_info info = {};
+		int fd = open(target, O_RDONLY | O_DIRECTORY);
+
+		if (fd < 0)
+			die("%s", target);
+		info.cgroup.cgroup_fd = fd;
+		info.cgroup.order = BPF_CGROUP_ITER_DESCENDANTS_PRE;
+		io.link_info = &info;
+		io.link_info_len = sizeof(info);
+		link = bpf_program__attach_iter(collect, &io);
+		if (!link)
+			die("attach target_collect");
+		iter_drain(bpf_link__fd(link), "target_collect");
+		bpf_link__destroy(link);
+		close(fd);
+	} else if (target) {
 		struct stat st;
 		__u64 id;
 		__u8 one = 1;

@@ -56,6 +56,7 @@ struct enforcer {
 	struct bpf_link *near_link;	/* near_refresh over cgroup_sockets */
 	struct bpf_link *state_link;	/* state_refresh over cgroup_limits */
 	int near;		/* some limited cgroup is near: 1, none: 0, unknown: -1 */
+	bool by_pointer;	/* targets by struct cgroup address (iter/cgroup) */
 	struct bpf_program *ingress_prog;
 	enum tcpbuf_mode mode;
 	char pin_path[PATH_MAX];
@@ -337,13 +338,70 @@ static int target_put(int fd, __u64 id, bool on)
 	return 0;
 }
 
+static int iter_run(struct bpf_link *link);
+
+/* Run target_collect over the subtree of the cgroup at @rel. */
+static int subtree_collect(struct enforcer *e, const char *rel)
+{
+	DECLARE_LIBBPF_OPTS(bpf_iter_attach_opts, io);
+	union bpf_iter_link_info info = {};
+	struct bpf_link *link;
+	int fd, err;
+
+	fd = cgroup_open(e, rel);
+	if (fd < 0)
+		return fd;
+	info.cgroup.cgroup_fd = fd;
+	info.cgroup.order = BPF_CGROUP_ITER_DESCENDANTS_PRE;
+	io.link_info = &info;
+	io.link_info_len = sizeof(info);
+	link = bpf_program__attach_iter(e->skel->progs.target_collect, &io);
+	err = link ? iter_run(link) : -errno;
+	bpf_link__destroy(link);
+	close(fd);
+	return err;
+}
+
+/* Put the subtrees of the batch's cgroups in sweep_cgroups, as the kernel
+ * has them now. Returns whether they are all in. */
+static bool targets_collect(struct enforcer *e, const struct cgroup_tree *tree)
+{
+	bool all = true;
+
+	for (size_t i = 0; i < e->n_batch; i++) {
+		const char *path = tree ? cgroup_tree_path(tree, e->batch[i].cgroup_id) : NULL;
+
+		if (!path || subtree_collect(e, path))
+			all = false;	/* its subtree is unknown: sweep them all */
+	}
+	return all && !e->skel->bss->sweep_cgroups_full;
+}
+
+static void targets_clear(struct enforcer *e)
+{
+	int fd = bpf_map__fd(e->skel->maps.sweep_cgroups);
+	__u64 key;
+
+	while (!bpf_map_get_next_key(fd, NULL, &key))
+		if (bpf_map_delete_elem(fd, &key))
+			break;
+	e->skel->bss->sweep_cgroups_full = 0;
+}
+
 /* Put the batch's cgroups and their descendants (the tree holds each
- * cgroup's own entry too) in sweep_targets (@on), or take them out again.
- * Returns whether they are all in. */
+ * cgroup's own entry too) in the sweep's targets (@on), or take them out
+ * again. Returns whether they are all in. */
 static bool targets_set(struct enforcer *e, const struct cgroup_tree *tree, bool on)
 {
 	int fd = bpf_map__fd(e->skel->maps.sweep_targets);
 	bool all = true;
+
+	if (e->by_pointer) {
+		if (on)
+			return targets_collect(e, tree);
+		targets_clear(e);
+		return true;
+	}
 
 	for (size_t i = 0; i < e->n_batch; i++) {
 		const char *path = tree ? cgroup_tree_path(tree, e->batch[i].cgroup_id) : NULL;
@@ -776,6 +834,7 @@ int enforce_start(const struct enforce_opts *o, struct enforcer **out)
 	bool kctx = kernel_has("bpf_cast_to_kern_ctx", BTF_KIND_FUNC);
 	bool sample = o->mode == TCPBUF_MODE_SAMPLED &&
 		      kernel_has("btf_trace_tcp_sendmsg_locked", BTF_KIND_TYPEDEF);
+	bool by_pointer = kernel_has("bpf_iter_cgroup", BTF_KIND_FUNC);
 	struct enforcer *e;
 	int fd, err;
 
@@ -798,12 +857,15 @@ int enforce_start(const struct enforce_opts *o, struct enforcer **out)
 	bpf_program__set_autoload(e->skel->progs.enforce_ingress, kctx);
 	bpf_program__set_autoload(e->skel->progs.enforce_ingress_compat, !kctx);
 	bpf_program__set_autoload(e->skel->progs.sendmsg_sample, sample);
+	bpf_program__set_autoload(e->skel->progs.target_collect, by_pointer);
 	e->ingress_prog = kctx ? e->skel->progs.enforce_ingress : e->skel->progs.enforce_ingress_compat;
 	err = enforce__load(e->skel);
 	if (err) {
 		log_err("enforcement: cannot load programs: %s", strerror(-err));
 		goto fail;
 	}
+	e->by_pointer = by_pointer;
+	e->skel->bss->sweep_by_pointer = by_pointer;
 	err = cgroup_link_ensure(e, e->skel->progs.enforce_sockops, e->scope, "enforce_sockops", &fd);
 	if (err) {
 		log_err("enforcement: cannot attach sock_ops at %s: %s", e->scope, strerror(-err));
