@@ -200,21 +200,12 @@ static void iter_drain(int lfd, const char *link)
 static int sweep_fd(int lfd, const char *link, int n)
 {
 	double *ms = calloc(n, sizeof(*ms));
-	char buf[4096];
 	int i;
 
 	for (i = 0; i < n; i++) {
 		double t0 = mono_sec();
-		int fd = bpf_iter_create(lfd);
-		ssize_t r;
 
-		if (fd < 0)
-			die("iterator of %s", link);
-		while ((r = read(fd, buf, sizeof(buf))) > 0)
-			;
-		if (r < 0)
-			die("read iterator of %s", link);
-		close(fd);
+		iter_drain(lfd, link);
 		ms[i] = (mono_sec() - t0) * 1e3;
 	}
 	qsort(ms, n, sizeof(*ms), cmp_double);
