@@ -49,6 +49,8 @@ int BPF_PROG(recv_length, struct sock *sk, int ret, int flags)
 SEC("tp_btf/tcp_destroy_sock")
 int BPF_PROG(destroy_sock, struct sock *sk)
 {
+	TIMEHIST_START();
 	sample_socket_to(sk, 0, SAMPLE_EXACT);
+	TIMEHIST_END(TH_DESTROY_SOCK);
 	return 0;
 }

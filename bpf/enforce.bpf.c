@@ -110,8 +110,7 @@ static __always_inline void cb_flags_set(struct bpf_sock_ops *skops, bool armed,
  * callback: only armed sockets (a limited ancestor is near) get the
  * per-segment ones.
  */
-SEC("sockops")
-int enforce_sockops(struct bpf_sock_ops *skops)
+static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 {
 	struct sock_enforce *se;
 	struct bpf_sock *bsk;
@@ -179,6 +178,19 @@ int enforce_sockops(struct bpf_sock_ops *skops)
 	caps_far_note(tp, se, &c);
 	cb_flags_set(skops, true, true);
 	return 1;
+}
+
+SEC("sockops")
+int enforce_sockops(struct bpf_sock_ops *skops)
+{
+	int ret;
+
+	TIMEHIST_START();
+	ret = sockops_run(skops);
+	if (skops->op == BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB ||
+	    skops->op == BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB)
+		TIMEHIST_END(TH_SOCKOPS_ESTABLISHED);
+	return ret;
 }
 
 /* -------------------------------------------------------------- ingress */

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Profiling aid, off unless built with BPF_EXTRA_CFLAGS=-DTCPBUF_TIME_HIST:
- * a histogram of the time the per-segment and per-syscall programs spend
- * in their work, per program, in the pinned per-CPU array "time_hist" (key:
+ * a histogram of the time the per-segment and per-syscall programs (and
+ * the per-socket ones: sock_ops at establishment, destruction) spend in
+ * their work, per program, in the pinned per-CPU array "time_hist" (key:
  * program * TH_BUCKETS + bucket; buckets of 16 ns below 1,024 ns, then one
  * per power of two). bpf_stats gives only a mean, and a mean can hide rare
  * interrupts taken inside a program; the histogram shows what a typical run
@@ -20,6 +21,8 @@ enum timehist_prog {
 	TH_SENDMSG_SAMPLE,
 	TH_CLOCK,
 	TH_CLOCK_RECV,
+	TH_SOCKOPS_ESTABLISHED,	/* enforce_sockops at establishment */
+	TH_DESTROY_SOCK,
 	TH_PROGS,
 };
 
