@@ -365,7 +365,6 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 {
 	struct bpf_sock *bsk = skb->sk;
 	struct ingress_walk w = {};
-	struct sock_enforce *se;
 	struct sock_charge *sc;
 	struct tcp_sock *tp;
 	struct sock *sk;
@@ -380,10 +379,9 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 	if (!tp)
 		return 1;
 	sk = (struct sock *)tp;
-	/* Not armed (TCPBUF_SE_LIMITED): every limited ancestor is far,
-	 * nothing it receives can matter (tcpbuf_near_next()). */
-	se = bpf_sk_storage_get(&sock_enforce, sk, NULL, 0);
-	if (!se || !(se->flags & TCPBUF_SE_LIMITED))
+	/* Not armed: every limited ancestor is far, nothing it receives can
+	 * matter (tcpbuf_near_next()). */
+	if (!sock_armed(sk))
 		return 1;
 	sc = sock_charge_get(sk, true);
 	if (!sc)
@@ -468,6 +466,15 @@ __u32 sweep_all;
  * more than the walk itself. */
 __u32 sweep_targeted;
 
+/*
+ * A target's key: the address of its struct cgroup where the kernel has
+ * iter/cgroup (>= 6.1; sweep_by_pointer), else its cgroup id. By address,
+ * target_collect() below fills the table with each changed cgroup's subtree
+ * and a socket is looked up by the pointer it carries, without reading its
+ * cgroup and the cgroup's kernfs node: with 100,000 sockets in 10,000
+ * cgroups those two cold lines per socket were most of the sweep's own time.
+ * By id, the daemon fills it from its view of the tree.
+ */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, TCPBUF_SWEEP_TARGETS);
@@ -476,24 +483,8 @@ struct {
 	__type(value, __u8);
 } sweep_targets SEC(".maps");
 
-/*
- * The same targets by address of their struct cgroup, where the kernel has
- * iter/cgroup (>= 6.1): target_collect() below fills it with each changed
- * cgroup's subtree, and sweep_by_pointer says to look here. A socket then
- * concerns the sweep by the pointer it carries, without reading its cgroup
- * and the cgroup's kernfs node: with 100,000 sockets in 10,000 cgroups those
- * two cold lines per socket were most of the sweep's own time.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, TCPBUF_SWEEP_TARGETS);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, __u64);
-	__type(value, __u8);
-} sweep_cgroups SEC(".maps");
-
 __u32 sweep_by_pointer;
-__u32 sweep_cgroups_full;	/* target_collect() ran out of room: sweep them all */
+__u32 sweep_targets_full;	/* target_collect() ran out of room: sweep them all */
 
 /* Run by the daemon over the subtree of each cgroup that changed. */
 SEC("iter/cgroup")
@@ -502,8 +493,8 @@ int target_collect(struct bpf_iter__cgroup *ctx)
 	__u64 key = (__u64)ctx->cgroup;
 	__u8 one = 1;
 
-	if (key && bpf_map_update_elem(&sweep_cgroups, &key, &one, BPF_ANY))
-		sweep_cgroups_full = 1;
+	if (key && bpf_map_update_elem(&sweep_targets, &key, &one, BPF_ANY))
+		sweep_targets_full = 1;
 	return 0;
 }
 
@@ -526,12 +517,9 @@ static __always_inline bool sweep_concerns(struct sock *sk)
 	cg = sk_cgroup(sk);
 	if (!cg)
 		return true;
-	key = (__u64)cg;
-	if (sweep_by_pointer)
-		return bpf_map_lookup_elem(&sweep_cgroups, &key) != NULL;
 	/* Plain loads, not cgroup_id_of()'s probe reads: the iterator's
 	 * socket is a trusted pointer, and this runs for every socket. */
-	key = cg->kn->id;
+	key = sweep_by_pointer ? (__u64)cg : cg->kn->id;
 	return bpf_map_lookup_elem(&sweep_targets, &key) != NULL;
 }
 
@@ -655,10 +643,10 @@ int BPF_PROG(sendmsg_sample, const struct sock *csk, const struct msghdr *msg,
 {
 	struct sock *sk = (struct sock *)csk;
 
-	/* Every TCP socket on the host passes here: while no cgroup has
-	 * limits nothing is ours to do. */
 	TIMEHIST_EMPTY(TH_CLOCK);
 	TIMEHIST_START();
+	/* Every TCP socket on the host passes here: while no cgroup has
+	 * limits nothing is ours to do. */
 	if (limits_present() && sock_armed(sk))
 		sample_socket(sk, SAMPLE_LAZY);
 	TIMEHIST_END(TH_SENDMSG_SAMPLE);

@@ -328,16 +328,6 @@ static void report_state_change(const struct enforcer *e, const struct tcpbuf_st
 		  (long long)ev->usage_pages, (unsigned long long)ev->threshold_pages, reaction_ms);
 }
 
-static int target_put(int fd, __u64 id, bool on)
-{
-	__u8 one = 1;
-
-	if (on)
-		return bpf_map_update_elem(fd, &id, &one, BPF_ANY) ? -errno : 0;
-	bpf_map_delete_elem(fd, &id);
-	return 0;
-}
-
 static int iter_run(struct bpf_link *link);
 
 /* Run target_collect over the subtree of the cgroup at @rel. */
@@ -362,46 +352,15 @@ static int subtree_collect(struct enforcer *e, const char *rel)
 	return err;
 }
 
-/* Put the subtrees of the batch's cgroups in sweep_cgroups, as the kernel
- * has them now. Returns whether they are all in. */
-static bool targets_collect(struct enforcer *e, const struct cgroup_tree *tree)
-{
-	bool all = true;
-
-	for (size_t i = 0; i < e->n_batch; i++) {
-		const char *path = tree ? cgroup_tree_path(tree, e->batch[i].cgroup_id) : NULL;
-
-		if (!path || subtree_collect(e, path))
-			all = false;	/* its subtree is unknown: sweep them all */
-	}
-	return all && !e->skel->bss->sweep_cgroups_full;
-}
-
-static void targets_clear(struct enforcer *e)
-{
-	int fd = bpf_map__fd(e->skel->maps.sweep_cgroups);
-	__u64 key;
-
-	while (!bpf_map_get_next_key(fd, NULL, &key))
-		if (bpf_map_delete_elem(fd, &key))
-			break;
-	e->skel->bss->sweep_cgroups_full = 0;
-}
-
-/* Put the batch's cgroups and their descendants (the tree holds each
- * cgroup's own entry too) in the sweep's targets (@on), or take them out
- * again. Returns whether they are all in. */
-static bool targets_set(struct enforcer *e, const struct cgroup_tree *tree, bool on)
+/* Put the batch's cgroups and their descendants in sweep_targets: by
+ * address, their subtrees as the kernel has them now; by id, as the tree
+ * has them (each cgroup's own entry included). Returns whether they are all
+ * in. */
+static bool targets_set(struct enforcer *e, const struct cgroup_tree *tree)
 {
 	int fd = bpf_map__fd(e->skel->maps.sweep_targets);
 	bool all = true;
-
-	if (e->by_pointer) {
-		if (on)
-			return targets_collect(e, tree);
-		targets_clear(e);
-		return true;
-	}
+	__u8 one = 1;
 
 	for (size_t i = 0; i < e->n_batch; i++) {
 		const char *path = tree ? cgroup_tree_path(tree, e->batch[i].cgroup_id) : NULL;
@@ -410,12 +369,29 @@ static bool targets_set(struct enforcer *e, const struct cgroup_tree *tree, bool
 			all = false;	/* its subtree is unknown: sweep them all */
 			continue;
 		}
+		if (e->by_pointer) {
+			if (subtree_collect(e, path))
+				all = false;
+			continue;
+		}
 		for (size_t j = 0; j < tree->n; j++)
 			if (path_within(tree->entries[j]->path, path) &&
-			    target_put(fd, tree->entries[j]->id, on))
+			    bpf_map_update_elem(fd, &tree->entries[j]->id, &one, BPF_ANY))
 				all = false;
 	}
-	return all;
+	return all && !e->skel->bss->sweep_targets_full;
+}
+
+/* Empty sweep_targets again. */
+static void targets_clear(struct enforcer *e)
+{
+	int fd = bpf_map__fd(e->skel->maps.sweep_targets);
+	__u64 key;
+
+	while (!bpf_map_get_next_key(fd, NULL, &key))
+		if (bpf_map_delete_elem(fd, &key))
+			break;
+	e->skel->bss->sweep_targets_full = 0;
 }
 
 int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
@@ -437,9 +413,8 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 	near_on = (near_seen || e->dropped) ? near_any(e) : e->near == 1;
 	if (near_on)
 		err = near_links(e, true);
-	err = sweep(e, false, !e->dropped && targets_set(e, tree, true)) ?: err;
-	if (!e->dropped)
-		targets_set(e, tree, false);
+	err = sweep(e, false, !e->dropped && targets_set(e, tree)) ?: err;
+	targets_clear(e);
 	if (!near_on)
 		err = near_links(e, false) ?: err;
 	done_ms = mono_ms();
