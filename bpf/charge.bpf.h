@@ -89,13 +89,20 @@ static __always_inline __s64 sender_reserve_pages(__u64 id, const struct cgroup_
 	return sender_reserve_of(bpf_map_lookup_elem(&cgroup_sockets, &id), l);
 }
 
+/* Usage below which the writers' reserve (at most max/4) cannot matter,
+ * with a margin of a segment and 1/64 of max. */
+static __always_inline __s64 reserve_point(__s64 max)
+{
+	return max - (max >> 2) - (max >> 6) - 16;
+}
+
 /* Max as ingress applies it: less the writers' reserve. Looked up only when
  * usage is near enough for the reserve to matter. */
 static __always_inline __s64 max_effective(__u64 id, const struct cgroup_limits *l, __s64 now)
 {
 	__s64 max = l->max_pages;
 
-	if (now < max - (max >> 2) - (max >> 6) - 16)
+	if (now < reserve_point(max))
 		return max;
 	return max - sender_reserve_pages(id, l);
 }

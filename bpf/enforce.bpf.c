@@ -321,7 +321,7 @@ static __always_inline bool ingress_near_max(const struct sock_charge *sc, __s64
 	for (i = 0; i < TCPBUF_MAX_DEPTH; i++) {
 		struct cgroup_limits *l;
 		struct cgroup_usage *u;
-		__s64 want, max;
+		__s64 want;
 		__u64 id;
 
 		if (i >= n)
@@ -334,8 +334,7 @@ static __always_inline bool ingress_near_max(const struct sock_charge *sc, __s64
 		if (u && u->state == TCPBUF_STATE_MAX)
 			return true;
 		want = (u ? u->usage_pages : 0) + extra;
-		max = l->max_pages;
-		if (want >= max - (max >> 2) - (max >> 6) - 16)
+		if (want >= reserve_point(l->max_pages))
 			return true;
 	}
 	return false;
