@@ -153,17 +153,17 @@ static __always_inline __u32 cgroup_next_state(__u32 old, __s64 now, __s64 max,
 
 /* Move the cgroup to the state its usage @now calls for. Runs where usage
  * changes, so a crossing is seen by the charge that makes it; the compare-
- * and-swap lets only one of concurrent chargers report it. */
+ * and-swap lets only one of concurrent chargers report it. The thresholds
+ * are the entry's own copy of its limits (struct cgroup_usage). */
 static __always_inline void cgroup_state_update(__u64 id, struct cgroup_usage *usage, __s64 now)
 {
+	const struct cgroup_limits *l = &usage->limits;
 	struct tcpbuf_state_event *ev;
-	struct cgroup_limits *l;
 	__u32 old = usage->state, new;
 	__u64 crossed = 0;
 
-	l = bpf_map_lookup_elem(&cgroup_limits, &id);
-	if (!l) {
-		/* Limits removed: the daemon lifts the caps itself. */
+	if (!l->max_pages && !l->pressure_pages) {
+		/* No limits (or removed: the daemon lifts the caps itself). */
 		if (old != TCPBUF_STATE_NORMAL)
 			__sync_bool_compare_and_swap(&usage->state, old, TCPBUF_STATE_NORMAL);
 		return;
@@ -216,24 +216,33 @@ static __always_inline void charge_one_cgroup(__u64 id, __u32 level, __s64 pages
 /*
  * Read the socket's ancestry into its entry, once. cgroup_id, written last
  * with an atomic (a full barrier), says the rest is there; two CPUs filling
- * the same entry write the same values.
+ * the same entry write the same values. Plain loads: every program here
+ * hands us the socket as a BTF pointer, and a probe read costs a helper call
+ * and a fault-checked copy each, four per level. The parent is reached
+ * through the parent css's own cgroup pointer, which the verifier can type
+ * (it will not take a css pointer for the struct cgroup that starts with it).
  */
 static __always_inline void sock_ancestry_fill(struct sock_charge *sc, const struct sock *sk)
 {
 	struct cgroup *cg = sk_cgroup(sk);
+	struct cgroup_subsys_state *parent;
 	__u64 own;
 	int i;
 
 	if (!cg)
 		return;
-	own = cgroup_id_of(cg);
-	sc->level = BPF_CORE_READ(cg, level);
-	for (i = 0; i < TCPBUF_MAX_DEPTH && cg; i++) {
-		if (BPF_CORE_READ(cg, level) <= 0)
+	own = cg->kn->id;
+	sc->level = cg->level;
+	for (i = 0; i < TCPBUF_MAX_DEPTH; i++) {
+		if (cg->level <= 0)
 			break;
-		sc->ancestors[i] = cgroup_id_of(cg);
-		/* struct cgroup starts with its css: the parent css is the parent cgroup. */
-		cg = (struct cgroup *)BPF_CORE_READ(cg, self.parent);
+		sc->ancestors[i] = cg->kn->id;
+		parent = cg->self.parent;
+		if (!parent)
+			break;
+		cg = parent->cgroup;
+		if (!cg)
+			break;
 	}
 	sc->levels = i;
 	__sync_val_compare_and_swap(&sc->cgroup_id, 0, own);

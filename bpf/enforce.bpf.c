@@ -7,8 +7,8 @@
  *                    (attached only to cgroups with limits)
  *   sweep            iter/tcp: caps for every existing socket, run by the
  *                    daemon right after a state change
- *   state_refresh    iter/bpf_map_elem: each limited cgroup's state after a
- *                    change of limits, once per cgroup
+ *   limits_refresh   iter/bpf_map_elem: each usage entry's copy of its
+ *                    cgroup's limits and its state after a change of limits
  *   near_refresh     iter/bpf_map_elem: near or far after a change of limits
  *   sendmsg_sample   sampled mode only: keeps a limited socket's usage fresh
  *                    while tcp_sendmsg queues
@@ -453,16 +453,16 @@ int enforce_ingress_compat(struct __sk_buff *skb)
 /* ---------------------------------------------------------------- sweep */
 
 /* Set by the daemon before each sweep: 1 after a change of limits (any
- * socket may have gained a limited ancestor), 0 after state changes (only
- * sockets tcpbufd already sizes are concerned; new ones get their caps when
- * they are established). */
+ * socket swept may have gained a limited ancestor), 0 after state changes
+ * (only sockets tcpbufd already sizes are concerned; new ones get their caps
+ * when they are established). */
 __u32 sweep_all;
 
 /* After state changes, when the daemon has read every change (nothing was
- * dropped from the ring buffer): the cgroups that changed state and their
- * descendants. Only their sockets' caps move, and on a host of 100,000
- * sockets a sweep that sizes every socket of every limited cgroup costs
- * more than the walk itself. */
+ * dropped from the ring buffer), or after a change of limits to a few
+ * cgroups: those cgroups and their descendants. Only their sockets' caps
+ * move, and on a host of 100,000 sockets a sweep that sizes every socket of
+ * every limited cgroup costs more than the walk itself. */
 __u32 sweep_targeted;
 
 /*
@@ -511,7 +511,7 @@ static __always_inline bool sweep_concerns(struct sock *sk)
 	struct cgroup *cg;
 	__u64 key;
 
-	if (sweep_all || !sweep_targeted)
+	if (!sweep_targeted)
 		return true;
 	cg = sk_cgroup(sk);
 	if (!cg)
@@ -576,15 +576,16 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 }
 
 /*
- * Run by the daemon over cgroup_limits after a change of limits, before the
- * sweep: each limited cgroup's state under its new thresholds, once per
- * cgroup (a change of limits moves no usage, so no charge would). After
- * state changes the states are fresh: the charges that moved usage
- * evaluated them.
+ * Run by the daemon over cgroup_usage after a change of limits, before the
+ * sweep: each entry's copy of its cgroup's limits (what charges move the
+ * state against), then the cgroup's state under them, once per cgroup (a
+ * change of limits moves no usage, so no charge would). After state changes
+ * the states are fresh: the charges that moved usage evaluated them.
  */
 SEC("iter/bpf_map_elem")
-int state_refresh(struct bpf_iter__bpf_map_elem *ctx)
+int limits_refresh(struct bpf_iter__bpf_map_elem *ctx)
 {
+	struct cgroup_limits *l, none = {};
 	struct cgroup_usage *u;
 	__u64 *key = ctx->key, id;
 
@@ -592,8 +593,11 @@ int state_refresh(struct bpf_iter__bpf_map_elem *ctx)
 		return 0;
 	id = *key;	/* lookups want the key on the stack */
 	u = bpf_map_lookup_elem(&cgroup_usage, &id);
-	if (u)
-		cgroup_state_update(id, u, u->usage_pages);
+	if (!u)
+		return 0;
+	l = bpf_map_lookup_elem(&cgroup_limits, &id);
+	u->limits = l ? *l : none;
+	cgroup_state_update(id, u, u->usage_pages);
 	return 0;
 }
 

@@ -192,11 +192,13 @@ static __always_inline void caps_level(struct caps *c, const struct cgroup_limit
  * Walks up a socket's cgroup ancestry run under bpf_loop(): the verifier
  * checks the body once, where an unrolled walk of TCPBUF_MAX_DEPTH levels
  * with branches in each would blow its instruction budget. The ancestry is
- * the one cached in the socket's sock_charge entry (charge.bpf.h) when it
- * has one: hash keys at hand instead of probe reads up the cgroup tree. A
- * socket that never held memory has none, and is walked with probe reads
- * rather than given an entry: every entry is one more for the storage
- * iterator that counts them at each status.
+ * the one cached in the socket's sock_charge entry (charge.bpf.h), made
+ * by the walks of its caps (@create) if the socket has none yet: they run
+ * only while some cgroup has limits, and a socket walked at establishment
+ * is walked again at every count, sweep and segment, where the cached ids
+ * save four probe reads per level each time; a socket that carries data
+ * gets the entry at its first charge anyway. Without one (the sweep's test
+ * of a socket it never sized, or storage full), probe reads.
  */
 struct ancestry {
 	const struct sock_charge *sc;
@@ -285,7 +287,9 @@ static __always_inline bool ancestry_find(struct sock *sk, bool near)
 
 	if (!limits_present())
 		return false;
-	ancestry_init(&w.a, sk, false);
+	/* Near: asked of a socket whose caps were just walked; any limited
+	 * level: of a socket the sweep never sized, which may be anyone's. */
+	ancestry_init(&w.a, sk, near);
 	bpf_loop(TCPBUF_MAX_DEPTH, find_walk_level, &w, 0);
 	return w.found;
 }
@@ -320,7 +324,7 @@ static __always_inline void caps_compute(struct sock *sk, const struct tcp_sock 
 	};
 
 	if (limits_present()) {
-		ancestry_init(&w.a, sk, false);
+		ancestry_init(&w.a, sk, true);
 		bpf_loop(TCPBUF_MAX_DEPTH, caps_walk_level, &w, 0);
 	}
 	*c = w.c;
@@ -404,7 +408,7 @@ static __always_inline void socket_count(struct sock *sk, struct sock_enforce *s
 		w.senders = sender ? 1 : -1;
 	if (!w.sockets && !w.senders)
 		return;
-	ancestry_init(&w.a, sk, false);
+	ancestry_init(&w.a, sk, true);
 	if (w.sockets)
 		se->flags ^= TCPBUF_SE_COUNTED;
 	if (w.senders)

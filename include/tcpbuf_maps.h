@@ -12,7 +12,7 @@
 #include <linux/types.h>
 #endif
 
-#define TCPBUF_LAYOUT_VERSION	5
+#define TCPBUF_LAYOUT_VERSION	6
 
 /* Deepest cgroup level charged; deeper cgroups charge their ancestors up to here. */
 #define TCPBUF_MAX_DEPTH	16
@@ -30,6 +30,17 @@ enum tcpbuf_state {
 };
 
 /*
+ * Map "cgroup_limits", key: cgroup id. Written by the daemon only; absent = no limits.
+ * All values in pages; 0 means "not set". Copied into the cgroup's usage entry.
+ */
+struct cgroup_limits {
+	__u64 limit_pages;	/* the administrator's ceiling */
+	__u64 min_pages;	/* leave pressure when usage falls below this */
+	__u64 pressure_pages;	/* enter pressure when usage reaches this */
+	__u64 max_pages;	/* usage must not pass this */
+};
+
+/*
  * Map "cgroup_usage", key: cgroup id (__u64, the inode of the cgroup v2 directory).
  * Hierarchical, as memcg: a socket's pages are charged to its cgroup and every
  * ancestor below the root.
@@ -42,17 +53,15 @@ struct cgroup_usage {
 	__u32 level;		/* depth of the cgroup below the v2 root (root = 0) */
 	__u64 failcnt;		/* segments refused because usage was at max */
 	__u64 pressure_events;	/* times the cgroup entered pressure */
-};
-
-/*
- * Map "cgroup_limits", key: cgroup id. Written by the daemon only; absent = no limits.
- * All values in pages; 0 means "not set".
- */
-struct cgroup_limits {
-	__u64 limit_pages;	/* the administrator's ceiling */
-	__u64 min_pages;	/* leave pressure when usage falls below this */
-	__u64 pressure_pages;	/* enter pressure when usage reaches this */
-	__u64 max_pages;	/* usage must not pass this */
+	/*
+	 * The cgroup's entry in cgroup_limits, copied here (all 0: none) so a
+	 * charge finds the thresholds it moves the state against in the entry
+	 * it charges, instead of a second hash lookup per level. Written only
+	 * by the daemon's limits_refresh pass, after each change of limits;
+	 * the daemon makes the entries of limited cgroups itself, before the
+	 * pass, so an entry a charge makes later is never a limited one.
+	 */
+	struct cgroup_limits limits;
 };
 
 /*

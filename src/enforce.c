@@ -45,6 +45,11 @@ struct ingress_link {
 	int fd;
 };
 
+struct limit_entry {
+	uint64_t id;
+	struct cgroup_limits l;
+};
+
 struct enforcer {
 	struct enforce *skel;
 	struct ring_buffer *events;
@@ -54,7 +59,7 @@ struct enforcer {
 	struct enforce_cgroup *tops;	/* topmost limited cgroups in the scope (own paths) */
 	size_t n_tops, tops_cap;
 	struct bpf_link *near_link;	/* near_refresh over cgroup_sockets */
-	struct bpf_link *state_link;	/* state_refresh over cgroup_limits */
+	struct bpf_link *limits_link;	/* limits_refresh over cgroup_usage */
 	int near;		/* some limited cgroup is near: 1, none: 0, unknown: -1 */
 	bool by_pointer;	/* targets by struct cgroup address (iter/cgroup) */
 	struct bpf_program *ingress_prog;
@@ -62,9 +67,8 @@ struct enforcer {
 	char pin_path[PATH_MAX];
 	char mount[PATH_MAX];
 	char scope[PATH_MAX];
-	/* limits as last seen, to sweep only when they change */
-	uint64_t *limit_ids;
-	struct cgroup_limits *limit_vals;
+	/* limits as last seen (sorted by id), to sweep where they change */
+	struct limit_entry *limits;
 	size_t n_limits;
 	/* state changes read from the ring buffer, logged after the sweep */
 	struct tcpbuf_state_event batch[MAX_EVENTS_PER_BATCH];
@@ -352,18 +356,18 @@ static int subtree_collect(struct enforcer *e, const char *rel)
 	return err;
 }
 
-/* Put the batch's cgroups and their descendants in sweep_targets: by
- * address, their subtrees as the kernel has them now; by id, as the tree
- * has them (each cgroup's own entry included). Returns whether they are all
- * in. */
-static bool targets_set(struct enforcer *e, const struct cgroup_tree *tree)
+/* Put the cgroups @ids and their descendants in sweep_targets: by address,
+ * their subtrees as the kernel has them now; by id, as the tree has them
+ * (each cgroup's own entry included). Returns whether they are all in. */
+static bool targets_set(struct enforcer *e, const struct cgroup_tree *tree, const uint64_t *ids,
+			size_t n)
 {
 	int fd = bpf_map__fd(e->skel->maps.sweep_targets);
 	bool all = true;
 	__u8 one = 1;
 
-	for (size_t i = 0; i < e->n_batch; i++) {
-		const char *path = tree ? cgroup_tree_path(tree, e->batch[i].cgroup_id) : NULL;
+	for (size_t i = 0; i < n; i++) {
+		const char *path = tree ? cgroup_tree_path(tree, ids[i]) : NULL;
 
 		if (!path) {
 			all = false;	/* its subtree is unknown: sweep them all */
@@ -396,6 +400,7 @@ static void targets_clear(struct enforcer *e)
 
 int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 {
+	uint64_t ids[MAX_EVENTS_PER_BATCH];
 	bool near_seen = false, near_on;
 	double done_ms;
 	int err = 0;
@@ -408,12 +413,14 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 	if (!e->n_batch && !e->dropped)
 		return 0;
 	err = 0;
-	for (size_t i = 0; i < e->n_batch; i++)
+	for (size_t i = 0; i < e->n_batch; i++) {
 		near_seen |= e->batch[i].kind == TCPBUF_EVENT_NEAR;
+		ids[i] = e->batch[i].cgroup_id;
+	}
 	near_on = (near_seen || e->dropped) ? near_any(e) : e->near == 1;
 	if (near_on)
 		err = near_links(e, true);
-	err = sweep(e, false, !e->dropped && targets_set(e, tree)) ?: err;
+	err = sweep(e, false, !e->dropped && targets_set(e, tree, ids, e->n_batch)) ?: err;
 	targets_clear(e);
 	if (!near_on)
 		err = near_links(e, false) ?: err;
@@ -457,15 +464,15 @@ static int iter_run(struct bpf_link *link)
 	return n;
 }
 
-/* @all: every socket (limits changed), after every limited cgroup's state
- * is evaluated anew; else the sockets tcpbufd sizes, only those under
- * sweep_targets when @targeted. */
+/* @all: every socket (limits changed), after every usage entry took its
+ * cgroup's limits and state anew; else the sockets tcpbufd sizes, only those
+ * under sweep_targets when @targeted. */
 static int sweep(struct enforcer *e, bool all, bool targeted)
 {
 	int n = 0;
 
 	if (all)
-		n = iter_run(e->state_link);
+		n = iter_run(e->limits_link);
 	e->skel->bss->sweep_all = all;
 	e->skel->bss->sweep_targeted = targeted;
 	n = iter_run(e->sweep_link) ?: n;
@@ -474,52 +481,104 @@ static int sweep(struct enforcer *e, bool all, bool targeted)
 	return n;
 }
 
-int enforce_sweep(struct enforcer *e)
-{
-	return sweep(e, true, false);
-}
-
 /* --------------------------------------------------------- limited set */
 
-/* Whether the limits map holds something other than what we saw last. */
-static bool limits_changed(struct enforcer *e)
+static int limit_entry_cmp(const void *a, const void *b)
+{
+	const struct limit_entry *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/*
+ * The cgroups whose limits differ from what we saw last (set, changed or
+ * removed), into *@out (malloc'd; *@n of them). Returns -ENOMEM when they
+ * cannot be told: then everything counts as changed.
+ */
+static int limits_diff(struct enforcer *e, uint64_t **out, size_t *n_out)
 {
 	int fd = bpf_map__fd(e->skel->maps.cgroup_limits);
-	uint64_t *ids = NULL, key, next, *prev = NULL;
-	struct cgroup_limits *vals = NULL;
-	size_t n = 0, cap = 0;
-	bool changed;
+	struct limit_entry *now = NULL, *was = e->limits;
+	size_t n = 0, cap = 0, i = 0, j = 0, k = 0;
+	uint64_t key, next, *prev = NULL, *changed;
 
+	*out = NULL;
+	*n_out = 0;
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
 		if (n == cap) {
-			size_t c = cap ? cap * 2 : 16;
-			void *a = realloc(ids, c * sizeof(*ids)), *b;
+			void *p = realloc(now, (cap = cap ? cap * 2 : 16) * sizeof(*now));
 
-			if (a)
-				ids = a;
-			b = realloc(vals, c * sizeof(*vals));
-			if (b)
-				vals = b;
-			if (!a || !b)
-				break;
-			cap = c;
+			if (!p) {
+				free(now);
+				return -ENOMEM;
+			}
+			now = p;
 		}
-		ids[n] = key;
-		if (bpf_map_lookup_elem(fd, &key, &vals[n]))
-			continue;
-		n++;
+		now[n].id = key;
+		if (!bpf_map_lookup_elem(fd, &key, &now[n].l))
+			n++;
 	}
-	changed = n != e->n_limits ||
-		  (n && (memcmp(ids, e->limit_ids, n * sizeof(*ids)) ||
-			 memcmp(vals, e->limit_vals, n * sizeof(*vals))));
-	free(e->limit_ids);
-	free(e->limit_vals);
-	e->limit_ids = ids;
-	e->limit_vals = vals;
+	if (n)
+		qsort(now, n, sizeof(*now), limit_entry_cmp);
+	changed = malloc((n + e->n_limits + 1) * sizeof(*changed));
+	if (!changed) {
+		free(now);
+		return -ENOMEM;
+	}
+	while (i < n || j < e->n_limits) {
+		if (j == e->n_limits || (i < n && now[i].id < was[j].id)) {
+			changed[k++] = now[i++].id;
+		} else if (i == n || was[j].id < now[i].id) {
+			changed[k++] = was[j++].id;
+		} else {
+			if (memcmp(&now[i].l, &was[j].l, sizeof(now[i].l)))
+				changed[k++] = now[i].id;
+			i++;
+			j++;
+		}
+	}
+	free(e->limits);
+	e->limits = now;
 	e->n_limits = n;
-	return changed;
+	*out = changed;
+	*n_out = k;
+	return 0;
+}
+
+/* Depth of a cgroup below the v2 root, from its path ("/a/b": 2). */
+static unsigned path_level(const char *path)
+{
+	unsigned level = 0;
+
+	for (const char *p = path; *p; p++)
+		if (*p == '/' && p[1] && p[1] != '/')
+			level++;
+	return level;
+}
+
+/*
+ * Make the usage entries of limited cgroups that no charge has made yet.
+ * limits_refresh copies each cgroup's limits into its own entry, and a
+ * charge that makes an entry later leaves the copy empty: so every limited
+ * cgroup needs its entry before the refresh. A charge racing to make one
+ * first is fine (EEXIST): the refresh that follows fills it.
+ */
+static int usage_entries_make(struct enforcer *e, const struct enforce_cgroup *cgs, size_t n)
+{
+	int fd = bpf_map__fd(e->skel->maps.cgroup_usage), err = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		struct cgroup_usage u = { .level = path_level(cgs[i].path) };
+
+		if (bpf_map_update_elem(fd, &cgs[i].id, &u, BPF_NOEXIST) && errno != EEXIST) {
+			err = -errno;
+			log_warn("%s: cannot make its usage entry (id %llu): %s", cgs[i].path,
+				 (unsigned long long)cgs[i].id, strerror(errno));
+		}
+	}
+	return err;
 }
 
 /* Socket counts of cgroups whose sockets are all gone (BPF never deletes
@@ -706,25 +765,42 @@ static int near_links(struct enforcer *e, bool on)
 	return err;
 }
 
-/* After a change of limits or of the limited set: near or far anew, then
- * every socket to its caps (armed or released). What runs per segment goes
- * on before the sweep arms sockets, and off after it released them. */
-static int near_and_sweep(struct enforcer *e, bool sweep_needed)
+/* A change of limits to more cgroups than this sweeps every socket: each
+ * changed subtree costs an iterator run to collect. */
+#define LIMITS_TARGETS_MAX	256
+
+/*
+ * After a change of limits or of the limited set: near or far anew, then the
+ * sockets under the @n cgroups @ids whose limits changed to their caps (armed
+ * or released), once every usage entry has its cgroup's limits and state
+ * anew; every socket when @tree cannot name those cgroups or they are many.
+ * What runs per segment goes on before the sweep arms sockets, and off after
+ * it released them.
+ */
+static int near_and_sweep(struct enforcer *e, const struct cgroup_tree *tree, const uint64_t *ids,
+			  size_t n)
 {
 	int err = near_refresh(e);
 	bool on = near_any(e);
 
 	if (on)
 		err = near_links(e, true) ?: err;
-	if (sweep_needed)
-		err = enforce_sweep(e) ?: err;
+	if (n) {
+		bool targeted = n <= LIMITS_TARGETS_MAX && targets_set(e, tree, ids, n);
+
+		err = sweep(e, true, targeted) ?: err;
+		targets_clear(e);
+	}
 	if (!on)
 		err = near_links(e, false) ?: err;
 	return err;
 }
 
-int enforce_set_limited(struct enforcer *e, const struct enforce_cgroup *cgs, size_t n)
+int enforce_set_limited(struct enforcer *e, const struct enforce_cgroup *cgs, size_t n,
+			const struct cgroup_tree *tree)
 {
+	uint64_t *changed;
+	size_t n_changed;
 	int err = 0;
 
 	tops_clear(e);	/* so tops_add() finds no duplicate: the ids are distinct */
@@ -732,16 +808,23 @@ int enforce_set_limited(struct enforcer *e, const struct enforce_cgroup *cgs, si
 		if (tops_add(e, &cgs[i]) == -ENOMEM)
 			return -ENOMEM;
 	tops_sort(e);
-	err = ctl_update(e, n);
-	err = near_and_sweep(e, limits_changed(e)) ?: err;
+	err = usage_entries_make(e, cgs, n);
+	err = ctl_update(e, n) ?: err;
+	if (limits_diff(e, &changed, &n_changed))
+		err = near_and_sweep(e, NULL, NULL, 1) ?: err;	/* cannot tell: all */
+	else
+		err = near_and_sweep(e, tree, changed, n_changed) ?: err;
+	free(changed);
 	err = ingress_sync(e) ?: err;	/* the set of topmost cgroups changed */
 	sockets_prune(e);
 	return err;
 }
 
 int enforce_add_limited(struct enforcer *e, const struct enforce_cgroup *cgs, size_t n,
-			unsigned limited)
+			unsigned limited, const struct cgroup_tree *tree)
 {
+	uint64_t *changed;
+	size_t n_changed;
 	int err = 0;
 
 	for (size_t i = 0; i < n; i++) {
@@ -749,19 +832,30 @@ int enforce_add_limited(struct enforcer *e, const struct enforce_cgroup *cgs, si
 			return -ENOMEM;
 		tops_sort(e);
 	}
-	err = ctl_update(e, limited);
-	/* A socket made in the moment before its cgroup had limits has no caps. */
-	err = near_and_sweep(e, n > 0) ?: err;
+	err = usage_entries_make(e, cgs, n);
+	err = ctl_update(e, limited) ?: err;
+	/* @cgs among them: a socket made in the moment before its cgroup had
+	 * limits has no caps. */
+	if (limits_diff(e, &changed, &n_changed))
+		err = near_and_sweep(e, NULL, NULL, 1) ?: err;
+	else
+		err = near_and_sweep(e, tree, changed, n_changed) ?: err;
+	free(changed);
 	return ingress_sync(e) ?: err;
 }
 
 int enforce_forget(struct enforcer *e, uint64_t id, unsigned limited)
 {
+	uint64_t *changed;
+	size_t n_changed;
 	int err;
 
 	tops_remove(e, id);
 	err = ctl_update(e, limited);
-	err = near_and_sweep(e, false) ?: err;
+	if (!limits_diff(e, &changed, &n_changed))
+		free(changed);
+	err = iter_run(e->limits_link) ?: err;	/* its entry's copy of the limits goes */
+	err = near_and_sweep(e, NULL, NULL, 0) ?: err;
 	return ingress_sync(e) ?: err;
 }
 
@@ -867,9 +961,9 @@ int enforce_start(const struct enforce_opts *o, struct enforcer **out)
 		io.link_info = &info;
 		io.link_info_len = sizeof(info);
 		e->near_link = bpf_program__attach_iter(e->skel->progs.near_refresh, &io);
-		info.map.map_fd = bpf_map__fd(e->skel->maps.cgroup_limits);
-		e->state_link = bpf_program__attach_iter(e->skel->progs.state_refresh, &io);
-		if (!e->near_link || !e->state_link) {
+		info.map.map_fd = bpf_map__fd(e->skel->maps.cgroup_usage);
+		e->limits_link = bpf_program__attach_iter(e->skel->progs.limits_refresh, &io);
+		if (!e->near_link || !e->limits_link) {
 			err = -errno;
 			log_err("enforcement: cannot create the map iterators: %s", strerror(-err));
 			goto fail;
@@ -895,14 +989,13 @@ void enforce_close(struct enforcer *e)
 	ring_buffer__free(e->events);
 	bpf_link__destroy(e->sweep_link);
 	bpf_link__destroy(e->near_link);
-	bpf_link__destroy(e->state_link);
+	bpf_link__destroy(e->limits_link);
 	tops_clear(e);
 	free(e->tops);
 	for (size_t i = 0; i < e->n_ingress; i++)
 		close(e->ingress[i].fd);
 	free(e->ingress);
-	free(e->limit_ids);
-	free(e->limit_vals);
+	free(e->limits);
 	enforce__destroy(e->skel);
 	free(e);
 }

@@ -42,16 +42,15 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree);
 /*
  * The limited cgroups are now exactly @cgs (their limits already in the
  * cgroup_limits map): attach ingress refusal where needed, detach where no
- * longer, and sweep so existing sockets get (or lose) their caps.
+ * longer, and sweep the subtrees whose limits changed (@tree names them) so
+ * existing sockets get (or lose) their caps.
  */
-int enforce_set_limited(struct enforcer *e, const struct enforce_cgroup *cgs, size_t n);
+int enforce_set_limited(struct enforcer *e, const struct enforce_cgroup *cgs, size_t n,
+			const struct cgroup_tree *tree);
 /* @cgs got limits (new cgroups); @limited cgroups have limits now. */
 int enforce_add_limited(struct enforcer *e, const struct enforce_cgroup *cgs, size_t n,
-			unsigned limited);
+			unsigned limited, const struct cgroup_tree *tree);
 /* The cgroup @id lost its limits or is gone; @limited cgroups have limits now. */
 int enforce_forget(struct enforcer *e, uint64_t id, unsigned limited);
-
-/* Bring every socket to the caps of its ancestors' states now. */
-int enforce_sweep(struct enforcer *e);
 
 #endif

@@ -132,7 +132,7 @@ int limits_apply(struct daemon *d)
 	}
 	d->limited_cgroups = limited;
 	if (d->enforce) {
-		r = enforce_set_limited(d->enforce, limited_cgs, limited);
+		r = enforce_set_limited(d->enforce, limited_cgs, limited, &d->tree);
 		if (r)
 			log_warn("enforcement not fully updated for %u limited cgroups: %s", limited,
 				 strerror(-r));
@@ -167,7 +167,8 @@ int limits_add(struct daemon *d, const uint64_t *ids, size_t n)
 		};
 	}
 	if (d->enforce && n_added) {
-		int er = enforce_add_limited(d->enforce, added, n_added, d->limited_cgroups);
+		int er = enforce_add_limited(d->enforce, added, n_added, d->limited_cgroups,
+					     &d->tree);
 
 		if (er)
 			log_warn("enforcement not fully updated for %zu new limited cgroups: %s",
