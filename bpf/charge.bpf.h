@@ -339,21 +339,15 @@ enum sample_kind {
 	SAMPLE_LAZY,	/* syscalls and segments: shrink to no less than the kept page */
 };
 
-/* Sampled mode: make the socket's charge its footprint now (see above). The
- * exchange makes concurrent samplers of one socket apply consistent deltas;
- * a sample that changes nothing costs a storage lookup and no atomic. */
-static __always_inline void sample_socket_to(struct sock *sk, __s64 target,
+/* Sampled mode: make the charge of the socket whose entry is @sc its
+ * footprint now (see above). The exchange makes concurrent samplers of one
+ * socket apply consistent deltas; a sample that changes nothing costs no
+ * atomic. */
+static __always_inline void sample_charge_to(struct sock_charge *sc, __s64 target,
 					     enum sample_kind kind)
 {
-	struct sock_charge *sc;
-	__s64 before;
+	__s64 before = sc->charged_pages;
 
-	if (!sk_is_tcp(sk))
-		return;
-	sc = sock_charge_get(sk, target > 0);
-	if (!sc)
-		return;
-	before = sc->charged_pages;
 	if (kind == SAMPLE_LAZY && target < before) {
 		__s64 keep = before < TCPBUF_SAMPLE_KEEP_PAGES ? before : TCPBUF_SAMPLE_KEEP_PAGES;
 
@@ -365,6 +359,43 @@ static __always_inline void sample_socket_to(struct sock *sk, __s64 target,
 	before = __sync_lock_test_and_set(&sc->charged_pages, target);
 	if (before != target)
 		charge_apply(sc, before, target - before);
+}
+
+static __always_inline void sample_socket_to(struct sock *sk, __s64 target,
+					     enum sample_kind kind)
+{
+	struct sock_charge *sc;
+
+	if (!sk_is_tcp(sk))
+		return;
+	sc = sock_charge_get(sk, target > 0);
+	if (sc)
+		sample_charge_to(sc, target, kind);
+}
+
+/*
+ * The entry of a socket that is armed (a limited ancestor is near), else
+ * NULL. Only armed sockets need their charge fresh at every syscall; the
+ * others, and every socket of an unlimited cgroup, are brought up to date by
+ * the reconcile pass, so a per-syscall sampler leaves them after this.
+ */
+static __always_inline struct sock_charge *sock_armed_charge(struct sock *sk)
+{
+	struct sock_charge *sc;
+
+	if (!sk->sk_bpf_storage)
+		return NULL;	/* told without the storage lookup */
+	sc = bpf_sk_storage_get(&sock_charge, sk, NULL, 0);
+	return sc && sc->armed ? sc : NULL;
+}
+
+/* A per-syscall sample: armed sockets only, lazily. */
+static __always_inline void sample_if_armed(struct sock *sk)
+{
+	struct sock_charge *sc = sock_armed_charge(sk);
+
+	if (sc)
+		sample_charge_to(sc, sk_footprint_pages(sk), SAMPLE_LAZY);
 }
 
 static __always_inline void sample_socket(struct sock *sk, enum sample_kind kind)

@@ -319,22 +319,18 @@ static __always_inline bool ingress_near_max(const struct sock_charge *sc, __s64
 	int i;
 
 	for (i = 0; i < TCPBUF_MAX_DEPTH; i++) {
-		struct cgroup_limits *l;
 		struct cgroup_usage *u;
-		__s64 want;
 		__u64 id;
 
 		if (i >= n)
 			break;
 		id = sc->ancestors[i];
-		l = bpf_map_lookup_elem(&cgroup_limits, &id);
-		if (!l || !l->max_pages)
-			continue;
+		/* The entry's copy of the limits: one lookup per level. */
 		u = bpf_map_lookup_elem(&cgroup_usage, &id);
-		if (u && u->state == TCPBUF_STATE_MAX)
-			return true;
-		want = (u ? u->usage_pages : 0) + extra;
-		if (want >= reserve_point(l->max_pages))
+		if (!u || !u->limits.max_pages)
+			continue;
+		if (u->state == TCPBUF_STATE_MAX ||
+		    u->usage_pages + extra >= reserve_point(u->limits.max_pages))
 			return true;
 	}
 	return false;
@@ -380,9 +376,7 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 	sk = (struct sock *)tp;
 	/* Not armed: every limited ancestor is far, nothing it receives can
 	 * matter (tcpbuf_near_next()). */
-	if (!sock_armed(sk))
-		return 1;
-	sc = sock_charge_get(sk, true);
+	sc = sock_armed_charge(sk);
 	if (!sc)
 		return 1;
 	/* What this segment adds, and what already waits in the socket's
@@ -426,7 +420,7 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 	 * sound). The next sample of the socket corrects this to what TCP
 	 * really queued. */
 	if (accounting_mode == TCPBUF_MODE_SAMPLED && tcp_would_queue(sk, tp, seq))
-		sample_socket_to(sk, with, SAMPLE_LAZY);
+		sample_charge_to(sc, with, SAMPLE_LAZY);
 	return 1;
 }
 
@@ -650,8 +644,8 @@ int BPF_PROG(sendmsg_sample, const struct sock *csk, const struct msghdr *msg,
 	TIMEHIST_START();
 	/* Every TCP socket on the host passes here: while no cgroup has
 	 * limits nothing is ours to do. */
-	if (limits_present() && sock_armed(sk))
-		sample_socket(sk, SAMPLE_LAZY);
+	if (limits_present())
+		sample_if_armed(sk);
 	TIMEHIST_END(TH_SENDMSG_SAMPLE);
 	return 0;
 }

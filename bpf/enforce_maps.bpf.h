@@ -34,8 +34,7 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } cgroup_sockets SEC(".maps");
 
-/* What tcpbufd did to each socket's buffers (tcpbuf_enforce.h). Here, not
- * with the policy, because the per-syscall samplers ask it too. */
+/* What tcpbufd did to each socket's buffers (tcpbuf_enforce.h). */
 struct sock_enforce_map {
 	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
 	__uint(map_flags, BPF_F_NO_PREALLOC);
@@ -43,21 +42,5 @@ struct sock_enforce_map {
 	__type(value, struct sock_enforce);
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } sock_enforce SEC(".maps");
-
-/*
- * Whether a socket is armed: a limited ancestor is near (tcpbuf_near_next()).
- * Only armed sockets need their charge fresh at every syscall; the others,
- * and every socket of an unlimited cgroup, are brought up to date by the
- * reconcile pass, so a per-syscall sampler leaves them after this.
- */
-static __always_inline bool sock_armed(struct sock *sk)
-{
-	struct sock_enforce *se;
-
-	if (!sk->sk_bpf_storage)
-		return false;	/* told without the storage lookup */
-	se = bpf_sk_storage_get(&sock_enforce, sk, NULL, 0);
-	return se && (se->flags & TCPBUF_SE_LIMITED);
-}
 
 #endif /* TCPBUF_ENFORCE_MAPS_BPF_H */

@@ -495,12 +495,14 @@ static __always_inline __s64 rcvbuf_target(struct sock *sk, const struct caps *c
 	return -1;
 }
 
-/* sock_charge's capped/user_locked, for whoever reads that map. */
+/* sock_charge's capped/user_locked, for whoever reads that map, and armed,
+ * for the samplers and ingress. */
 static __always_inline void sock_charge_mirror(struct sock *sk, const struct caps *c,
 					       const struct sock_enforce *se)
 {
 	struct sock_charge *sc = c->sc ? c->sc : sock_charge_get(sk, false);
 	__u32 capped = c->limited && c->state != TCPBUF_STATE_NORMAL;
+	__u32 armed = !!(se->flags & TCPBUF_SE_LIMITED);
 
 	if (!sc)
 		return;
@@ -509,15 +511,19 @@ static __always_inline void sock_charge_mirror(struct sock *sk, const struct cap
 		sc->capped = capped;
 	if (sc->user_locked != se->user_locks)
 		sc->user_locked = se->user_locks;
+	if (sc->armed != armed)
+		sc->armed = armed;
 }
 
-/* Released: no longer capped, for whoever reads sock_charge. */
+/* Released: no longer capped nor armed. */
 static __always_inline void sock_charge_uncapped(struct sock *sk)
 {
 	struct sock_charge *sc = sock_charge_get(sk, false);
 
-	if (sc && sc->capped)
+	if (sc && (sc->capped || sc->armed)) {
 		sc->capped = 0;
+		sc->armed = 0;
+	}
 }
 
 /* Sizes within a page (the kernel doubles and rounds) count as equal; growth

@@ -73,6 +73,11 @@ struct sock_charge {
 	__s64 charged_pages;	/* pages currently charged by this socket */
 	__u32 capped;		/* buffer sizes were capped by tcpbufd */
 	__u32 user_locked;	/* the application set SO_*BUF itself: never restore */
+	/* A limited ancestor is near: the per-syscall samplers charge this
+	 * socket at each call. The enforcement side's flag, mirrored here so
+	 * a sampler asks one storage entry, not two. */
+	__u32 armed;
+	__u32 pad;
 	/*
 	 * The cgroups every charge of this socket goes to, its own first, read
 	 * once when the entry is created: a socket's cgroup is fixed at its
