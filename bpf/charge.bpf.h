@@ -57,15 +57,28 @@ static __always_inline __s64 sk_footprint_pages(const struct sock *sk)
 	return (bytes + TCPBUF_PAGE_SIZE - 1) >> TCPBUF_PAGE_SHIFT;
 }
 
+static __always_inline struct tcpbuf_enforce_ctl *enforce_ctl_get(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&enforce_ctl, &zero);
+}
+
 /* Whether any cgroup has limits: while none has, charging skips the limits
  * lookup (one array lookup per charge instead of a hash lookup per level). */
 static __always_inline bool limits_present(void)
 {
-	struct tcpbuf_enforce_ctl *ctl;
-	__u32 zero = 0;
+	struct tcpbuf_enforce_ctl *ctl = enforce_ctl_get();
 
-	ctl = bpf_map_lookup_elem(&enforce_ctl, &zero);
 	return ctl && ctl->limited_cgroups;
+}
+
+/* Whether the daemon has linked what near cgroups need (src/enforce.c). */
+static __always_inline bool near_linked(void)
+{
+	struct tcpbuf_enforce_ctl *ctl = enforce_ctl_get();
+
+	return ctl && ctl->near_linked;
 }
 
 /*

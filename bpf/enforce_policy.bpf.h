@@ -343,6 +343,7 @@ struct count_walk {
  * changes its caller's state makes the verifier walk it again and again.) */
 static __always_inline void near_update(__u64 id, struct tcpbuf_cgroup_sockets *cs)
 {
+	__u64 wakeup = BPF_RB_NO_WAKEUP;
 	struct tcpbuf_state_event *ev;
 	struct cgroup_limits *l;
 	__u32 old = cs->near, new;
@@ -357,6 +358,13 @@ static __always_inline void near_update(__u64 id, struct tcpbuf_cgroup_sockets *
 	ev = bpf_ringbuf_reserve(&enforce_events, sizeof(*ev), 0);
 	if (!ev)
 		return;
+	/* The daemon is woken only where it has to act at once: to link what
+	 * near cgroups need, or to sweep sockets other than this one. Far, it
+	 * waits a second before unlinking anyway, and reads the event at its
+	 * next wake-up or poll: a connection per request would otherwise wake
+	 * it twice per connection. */
+	if (new && (!near_linked() || cs->sockets > 1))
+		wakeup = 0;
 	ev->cgroup_id = id;
 	ev->time_ns = bpf_ktime_get_ns();
 	ev->usage_pages = cs->sockets;
@@ -365,7 +373,7 @@ static __always_inline void near_update(__u64 id, struct tcpbuf_cgroup_sockets *
 	ev->new_state = new;
 	ev->kind = TCPBUF_EVENT_NEAR;
 	ev->pad = 0;
-	bpf_ringbuf_submit(ev, 0);
+	bpf_ringbuf_submit(ev, wakeup);
 }
 
 static long count_walk_level(__u64 i, void *ctx)

@@ -13,7 +13,7 @@
  */
 struct tcpbuf_enforce_ctl {
 	__u32 limited_cgroups;	/* cgroups with an entry in cgroup_limits */
-	__u32 pad;
+	__u32 near_linked;	/* the daemon has what near cgroups need linked */
 };
 
 /* Map "sweep_targets" (hash, key: cgroup id; the daemon's, not pinned): the

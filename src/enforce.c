@@ -24,6 +24,7 @@
 #include <string.h>
 #include <time.h>
 #include <sys/stat.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
@@ -61,6 +62,8 @@ struct enforcer {
 	struct bpf_link *near_link;	/* near_refresh over cgroup_sockets */
 	struct bpf_link *limits_link;	/* limits_refresh over cgroup_usage */
 	int near;		/* some limited cgroup is near: 1, none: 0, unknown: -1 */
+	int hold_fd;		/* timerfd: far for NEAR_HOLD_MS, then unlink */
+	bool hold_armed;
 	bool by_pointer;	/* targets by struct cgroup address (iter/cgroup) */
 	struct bpf_program *ingress_prog;
 	enum tcpbuf_mode mode;
@@ -72,7 +75,9 @@ struct enforcer {
 	size_t n_limits;
 	/* state changes read from the ring buffer, logged after the sweep */
 	struct tcpbuf_state_event batch[MAX_EVENTS_PER_BATCH];
-	size_t n_batch, dropped;
+	size_t n_batch, dropped, near_events;
+	bool near_up, far_seen;	/* in this batch, some cgroup turned near; far */
+	struct tcpbuf_enforce_ctl ctl;
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -301,12 +306,29 @@ static int near_links(struct enforcer *e, bool on);
 
 /* -------------------------------------------------------------- events */
 
+/*
+ * Near and far events are told apart here, so that however many come in a
+ * batch none is lost: far is a flag, and near only needs a sweep (so a place
+ * in the batch) when sockets other than the one that made the cgroup near
+ * are there to arm; that one arms itself at its next segment.
+ */
 static int on_event(void *ctx, void *data, size_t len)
 {
+	const struct tcpbuf_state_event *ev = data;
 	struct enforcer *e = ctx;
 
-	if (len < sizeof(struct tcpbuf_state_event))
+	if (len < sizeof(*ev))
 		return 0;
+	if (ev->kind == TCPBUF_EVENT_NEAR) {
+		e->near_events++;
+		if (!ev->new_state) {
+			e->far_seen = true;
+			return 0;
+		}
+		e->near_up = true;
+		if (ev->usage_pages <= 1)
+			return 0;
+	}
 	if (e->n_batch < MAX_EVENTS_PER_BATCH)
 		memcpy(&e->batch[e->n_batch++], data, sizeof(e->batch[0]));
 	else
@@ -398,40 +420,91 @@ static void targets_clear(struct enforcer *e)
 	e->skel->bss->sweep_targets_full = 0;
 }
 
+/* Far again: what runs per segment goes only after this long without a
+ * cgroup near. A connection per request in a cgroup that one connection
+ * makes near flips it near and far with every connection: unlinking and
+ * linking each time cost the daemon ~40% of a core (bench/crr, 25,000
+ * connections a second) and logged two lines per connection. */
+#define NEAR_HOLD_MS	1000
+
+static void hold_set(struct enforcer *e, bool on)
+{
+	struct itimerspec its = {
+		.it_value.tv_sec = on ? NEAR_HOLD_MS / 1000 : 0,
+		.it_value.tv_nsec = on ? NEAR_HOLD_MS % 1000 * 1000000L : 0,
+	};
+
+	if (on == e->hold_armed)
+		return;
+	if (!timerfd_settime(e->hold_fd, 0, &its, NULL))
+		e->hold_armed = on;
+}
+
+int enforce_hold_fd(const struct enforcer *e)
+{
+	return e->hold_fd;
+}
+
+int enforce_hold_expired(struct enforcer *e, const struct cgroup_tree *tree)
+{
+	uint64_t n;
+	int err;
+
+	if (read(e->hold_fd, &n, sizeof(n)) != sizeof(n))
+		return 0;
+	e->hold_armed = false;
+	/* First the events BPF did not wake us for: a cgroup near again since,
+	 * or far again (a new hold), keeps the links. */
+	err = enforce_handle_events(e, tree);
+	if (e->near_up || e->hold_armed || near_any(e))
+		return err;
+	return near_links(e, false) ?: err;
+}
+
+/*
+ * A batch of events (read when BPF wakes us, and at every poll for those it
+ * did not wake us for). A sweep answers state changes and a cgroup turning
+ * near with sockets to arm; turning far needs none, since an armed socket
+ * whose ancestors are all far is released at its next segment. What runs
+ * per segment goes NEAR_HOLD_MS after the last cgroup turned far.
+ */
 int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 {
 	uint64_t ids[MAX_EVENTS_PER_BATCH];
-	bool near_seen = false, near_on;
+	bool near_up;
 	double done_ms;
 	int err = 0;
 
 	e->n_batch = 0;
 	e->dropped = 0;
+	e->near_events = 0;
+	e->near_up = e->far_seen = false;
 	err = ring_buffer__consume(e->events);
 	if (err < 0)
 		return err;
-	if (!e->n_batch && !e->dropped)
+	if (!e->n_batch && !e->dropped && !e->near_events)
 		return 0;
 	err = 0;
-	for (size_t i = 0; i < e->n_batch; i++) {
-		near_seen |= e->batch[i].kind == TCPBUF_EVENT_NEAR;
-		ids[i] = e->batch[i].cgroup_id;
-	}
-	near_on = (near_seen || e->dropped) ? near_any(e) : e->near == 1;
-	if (near_on)
+	near_up = e->near_up || (e->dropped && near_any(e));
+	if (near_up) {
+		hold_set(e, false);
 		err = near_links(e, true);
-	err = sweep(e, false, !e->dropped && targets_set(e, tree, ids, e->n_batch)) ?: err;
-	targets_clear(e);
-	if (!near_on)
-		err = near_links(e, false) ?: err;
+	} else if ((e->far_seen || e->dropped) && e->near == 1) {
+		hold_set(e, true);
+	}
+	if (e->n_batch || e->dropped) {
+		for (size_t i = 0; i < e->n_batch; i++)
+			ids[i] = e->batch[i].cgroup_id;
+		err = sweep(e, false, !e->dropped && targets_set(e, tree, ids, e->n_batch)) ?: err;
+		targets_clear(e);
+	}
 	done_ms = mono_ms();
 	for (size_t i = 0; i < e->n_batch; i++) {
 		const struct tcpbuf_state_event *ev = &e->batch[i];
 		const char *path = tree ? cgroup_tree_path(tree, ev->cgroup_id) : NULL;
 
 		if (ev->kind == TCPBUF_EVENT_NEAR)
-			log_debug("%s: %s at %lld sockets", path ? path : "?",
-				  ev->new_state ? "near its thresholds" : "far from its thresholds",
+			log_debug("%s: near its thresholds at %lld sockets", path ? path : "?",
 				  (long long)ev->usage_pages);
 		else
 			report_state_change(e, ev, path, done_ms - ev->time_ns / 1e6);
@@ -710,14 +783,19 @@ static int ingress_sync(struct enforcer *e)
 	return err;
 }
 
-static int ctl_update(struct enforcer *e, unsigned limited)
+static int ctl_write(struct enforcer *e)
 {
-	struct tcpbuf_enforce_ctl ctl = { .limited_cgroups = limited };
 	__u32 zero = 0;
 
-	if (bpf_map_update_elem(bpf_map__fd(e->skel->maps.enforce_ctl), &zero, &ctl, BPF_ANY))
+	if (bpf_map_update_elem(bpf_map__fd(e->skel->maps.enforce_ctl), &zero, &e->ctl, BPF_ANY))
 		return -errno;
 	return 0;
+}
+
+static int ctl_update(struct enforcer *e, unsigned limited)
+{
+	e->ctl.limited_cgroups = limited;
+	return ctl_write(e);
 }
 
 /* ---------------------------------------------------------- near, far */
@@ -752,13 +830,23 @@ static bool near_any(struct enforcer *e)
 static int near_links(struct enforcer *e, bool on)
 {
 	bool quiet = e->near == -1 && !on;	/* at start, nothing was on */
-	int err;
+	int err = 0;
 
 	if (e->near == on)
 		return 0;
-	err = demand_links_set(e->pin_path, on);
+	/* BPF wakes us for a cgroup turning near only while this is clear:
+	 * cleared before unlinking, set once linked. */
+	if (!on) {
+		e->ctl.near_linked = 0;
+		err = ctl_write(e);
+	}
+	err = demand_links_set(e->pin_path, on) ?: err;
 	e->near = on;
 	err = ingress_sync(e) ?: err;
+	if (on) {
+		e->ctl.near_linked = 1;
+		err = ctl_write(e) ?: err;
+	}
 	if (!quiet)
 		log_info("%s: per-segment enforcement %s", on ? "a limited cgroup is near its thresholds" :
 		 "every limited cgroup is far from its thresholds", on ? "on" : "off");
@@ -912,6 +1000,12 @@ int enforce_start(const struct enforce_opts *o, struct enforcer **out)
 		return -ENOMEM;
 	e->mode = o->mode;
 	e->near = -1;
+	e->hold_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (e->hold_fd < 0) {
+		err = -errno;
+		free(e);
+		return err;
+	}
 	snprintf(e->pin_path, sizeof(e->pin_path), "%s", o->pin_path);
 	snprintf(e->mount, sizeof(e->mount), "%s", o->cgroup_mount);
 	snprintf(e->scope, sizeof(e->scope), "%s", o->scope && *o->scope ? o->scope : "/");
@@ -987,6 +1081,7 @@ void enforce_close(struct enforcer *e)
 	if (!e)
 		return;
 	ring_buffer__free(e->events);
+	close(e->hold_fd);
 	bpf_link__destroy(e->sweep_link);
 	bpf_link__destroy(e->near_link);
 	bpf_link__destroy(e->limits_link);

@@ -36,6 +36,10 @@ void enforce_close(struct enforcer *e);
 
 /* Readable (EPOLLIN) when BPF reported state changes. */
 int enforce_events_fd(const struct enforcer *e);
+/* Readable when every limited cgroup has been far for a while: call
+ * enforce_hold_expired(), which unlinks what runs per segment if still so. */
+int enforce_hold_fd(const struct enforcer *e);
+int enforce_hold_expired(struct enforcer *e, const struct cgroup_tree *tree);
 /* Log the reported state changes and sweep once; @tree names the cgroups. */
 int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree);
 

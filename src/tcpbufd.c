@@ -319,7 +319,7 @@ static int event_loop(struct daemon *d)
 	struct epoll_event events[8];
 	struct signalfd_siginfo si;
 	sigset_t mask;
-	int ep, sfd, poll_fd, sample_fd, watch_fd = -1, enforce_fd, n, i;
+	int ep, sfd, poll_fd, sample_fd, watch_fd = -1, enforce_fd, hold_fd, n, i;
 	int watchdog_fd = notify_watchdog_timer();
 	bool running = true;
 
@@ -357,6 +357,8 @@ static int event_loop(struct daemon *d)
 		epoll_add(ep, watchdog_fd);
 	enforce_fd = enforce_events_fd(d->enforce);
 	epoll_add(ep, enforce_fd);
+	hold_fd = enforce_hold_fd(d->enforce);
+	epoll_add(ep, hold_fd);
 
 	while (running) {
 		n = epoll_wait(ep, events, 8, -1);
@@ -376,6 +378,8 @@ static int event_loop(struct daemon *d)
 				if (!timer_expired(poll_fd))
 					continue;
 				departed_check(d);
+				/* Far events do not wake us (enforce.c). */
+				enforce_handle_events(d->enforce, &d->tree);
 				if (!d->watch_complete || mono_ms() >= d->next_resync_ms)
 					daemon_resync(d);
 			} else if (fd == sample_fd) {
@@ -385,6 +389,8 @@ static int event_loop(struct daemon *d)
 				tree_follow(d);
 			} else if (fd == enforce_fd) {
 				enforce_handle_events(d->enforce, &d->tree);
+			} else if (fd == hold_fd) {
+				enforce_hold_expired(d->enforce, &d->tree);
 			} else if (fd == watchdog_fd) {
 				if (timer_expired(watchdog_fd))
 					notify_watchdog();

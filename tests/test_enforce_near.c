@@ -13,7 +13,10 @@
  *      shows every socket's entry without TCPBUF_SE_LIMITED;
  *   2. one idle connection more (4 sockets): near. The ingress link and the
  *      samplers appear, and the sweep arms all four sockets;
- *   3. both closed: far again, the links go.
+ *   3. both closed: far again, the links go (a second after the daemon
+ *      reads that: enforce.c, NEAR_HOLD_MS);
+ *   4. two connections opened and closed 20 times, near and far each
+ *      time: the links are made once, not every time, and go after.
  * Every byte of the bulk connection arrives intact.
  */
 #include "enforce_util.h"
@@ -162,11 +165,36 @@ int main(void)
 	test_log("bulk connection: %s", msg);
 	xload_close(bulk);
 	xload_close(idle);
-	EXPECT_TRUE(wait_pinned(ingress, 0, 3000));
-	EXPECT_TRUE(wait_pinned("send_length", 0, 3000));
-	EXPECT_GE(daemon_log_wait("per-segment enforcement off", 1, 3000), 1);
+	EXPECT_TRUE(wait_pinned(ingress, 0, 5000));
+	EXPECT_TRUE(wait_pinned("send_length", 0, 5000));
+	EXPECT_GE(daemon_log_wait("per-segment enforcement off", 1, 5000), 1);
 	test_log("after close: ingress link %d, send_length link %d", pinned(ingress),
 		 pinned("send_length"));
+
+	/* 4. Churn: two connections opened and closed, 20 times, each time
+	 * near and far again. The links stay (one "on"), and go a while after
+	 * the last close. */
+	{
+		int on0 = daemon_log_count("per-segment enforcement on"), on, off0, off;
+		double t0 = now_sec();
+
+		off0 = daemon_log_count("per-segment enforcement off");
+		for (int i = 0; i < 20; i++) {
+			struct xload *l = xload_start(&(struct xload_opts){
+				.rx_cgroup = cg, .nconn = 2, .idle = 1, .mode = XL_READ });
+
+			ASSERT_TRUE(l != NULL);
+			xload_close(l);
+			msleep(20);	/* time for the daemon to see each */
+		}
+		on = daemon_log_count("per-segment enforcement on") - on0;
+		off = daemon_log_count("per-segment enforcement off") - off0;
+		test_log("churn: 20 times near and far in %.2f s: links made %d times, removed %d",
+			 now_sec() - t0, on, off);
+		EXPECT_LE(on, 3);
+		EXPECT_LE(off, 2);
+		EXPECT_TRUE(wait_pinned(ingress, 0, 5000));
+	}
 
 	close(skmem_storage_fd);
 	ASSERT_EQ(daemon_stop(), 0);
