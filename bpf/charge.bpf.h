@@ -81,6 +81,7 @@ static __always_inline bool near_linked(void)
 	return ctl && ctl->near_linked;
 }
 
+
 /*
  * Room kept back below max for the skb each writer of the subtree may start
  * when its queue empties, whatever its sk_sndbuf (TCP forces memory for the
@@ -164,6 +165,13 @@ static __always_inline __u32 cgroup_next_state(__u32 old, __s64 now, __s64 max,
 	return TCPBUF_STATE_PRESSURE;
 }
 
+/* Whether the cgroup of this usage entry has limits, by its copy of them
+ * (every limited cgroup has its ceiling, limit_pages, set). */
+static __always_inline bool usage_limited(const struct cgroup_usage *u)
+{
+	return u && u->limits.limit_pages;
+}
+
 /* Move the cgroup to the state its usage @now calls for. Runs where usage
  * changes, so a crossing is seen by the charge that makes it; the compare-
  * and-swap lets only one of concurrent chargers report it. The thresholds
@@ -175,7 +183,7 @@ static __always_inline void cgroup_state_update(__u64 id, struct cgroup_usage *u
 	__u32 old = usage->state, new;
 	__u64 crossed = 0;
 
-	if (!l->max_pages && !l->pressure_pages) {
+	if (!usage_limited(usage)) {
 		/* No limits (or removed: the daemon lifts the caps itself). */
 		if (old != TCPBUF_STATE_NORMAL)
 			__sync_bool_compare_and_swap(&usage->state, old, TCPBUF_STATE_NORMAL);
@@ -198,7 +206,9 @@ static __always_inline void cgroup_state_update(__u64 id, struct cgroup_usage *u
 	ev->new_state = new;
 	ev->kind = TCPBUF_EVENT_STATE;
 	ev->pad = 0;
-	bpf_ringbuf_submit(ev, 0);
+	/* By force: the adaptive wake-up stays silent while an earlier event
+	 * not woken for (a cgroup turning far) is still unread. */
+	bpf_ringbuf_submit(ev, BPF_RB_FORCE_WAKEUP);
 }
 
 static __always_inline void charge_one_cgroup(__u64 id, __u32 level, __s64 pages,

@@ -240,17 +240,18 @@ static long caps_walk_level(__u64 i, void *ctx)
 {
 	struct caps_walk *w = ctx;
 	struct tcpbuf_cgroup_sockets *cs;
-	struct cgroup_limits *l;
+	struct cgroup_usage *u;
 	__u64 id;
 
 	if (!walk_level(&w->a, i, &id))
 		return 1;
-	l = bpf_map_lookup_elem(&cgroup_limits, &id);
-	if (!l)
+	/* Usage, state and limits (its copy) in one lookup. */
+	u = bpf_map_lookup_elem(&cgroup_usage, &id);
+	if (!usage_limited(u))
 		return 0;
 	cs = bpf_map_lookup_elem(&cgroup_sockets, &id);
-	caps_level(&w->c, l, bpf_map_lookup_elem(&cgroup_usage, &id), cs,
-		   sender_reserve_of(cs, l), w->unsent, w->rmem, w->chunk);
+	caps_level(&w->c, &u->limits, u, cs, sender_reserve_of(cs, &u->limits), w->unsent,
+		   w->rmem, w->chunk);
 	return 0;
 }
 
@@ -270,7 +271,7 @@ static long find_walk_level(__u64 i, void *ctx)
 
 	if (!walk_level(&w->a, i, &id))
 		return 1;
-	if (!bpf_map_lookup_elem(&cgroup_limits, &id))
+	if (!usage_limited(bpf_map_lookup_elem(&cgroup_usage, &id)))
 		return 0;
 	if (w->want_near) {
 		cs = bpf_map_lookup_elem(&cgroup_sockets, &id);
@@ -359,12 +360,14 @@ static __always_inline void near_update(__u64 id, struct tcpbuf_cgroup_sockets *
 	if (!ev)
 		return;
 	/* The daemon is woken only where it has to act at once: to link what
-	 * near cgroups need, or to sweep sockets other than this one. Far, it
-	 * waits a second before unlinking anyway, and reads the event at its
-	 * next wake-up or poll: a connection per request would otherwise wake
-	 * it twice per connection. */
+	 * near cgroups need, or to sweep sockets other than this one (which
+	 * arms itself at its next segment). Far, it waits a second before
+	 * unlinking anyway. The rest it reads at its next wake-up or poll: a
+	 * connection per request would otherwise wake it twice a connection.
+	 * Woken by force: the ring buffer's adaptive wake-up stays silent
+	 * while an event not woken for is still unread. */
 	if (new && (!near_linked() || cs->sockets > 1))
-		wakeup = 0;
+		wakeup = BPF_RB_FORCE_WAKEUP;
 	ev->cgroup_id = id;
 	ev->time_ns = bpf_ktime_get_ns();
 	ev->usage_pages = cs->sockets;

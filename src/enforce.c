@@ -62,8 +62,10 @@ struct enforcer {
 	struct bpf_link *near_link;	/* near_refresh over cgroup_sockets */
 	struct bpf_link *limits_link;	/* limits_refresh over cgroup_usage */
 	int near;		/* some limited cgroup is near: 1, none: 0, unknown: -1 */
+	unsigned limited;	/* cgroups with limits, as enforce_ctl has it */
 	int hold_fd;		/* timerfd: far for NEAR_HOLD_MS, then unlink */
 	bool hold_armed;
+	bool near_since_hold;	/* a cgroup turned near since the hold was armed */
 	bool by_pointer;	/* targets by struct cgroup address (iter/cgroup) */
 	struct bpf_program *ingress_prog;
 	enum tcpbuf_mode mode;
@@ -77,7 +79,6 @@ struct enforcer {
 	struct tcpbuf_state_event batch[MAX_EVENTS_PER_BATCH];
 	size_t n_batch, dropped, near_events;
 	bool near_up, far_seen;	/* in this batch, some cgroup turned near; far */
-	struct tcpbuf_enforce_ctl ctl;
 };
 
 /* ------------------------------------------------------------ helpers */
@@ -308,9 +309,11 @@ static int near_links(struct enforcer *e, bool on);
 
 /*
  * Near and far events are told apart here, so that however many come in a
- * batch none is lost: far is a flag, and near only needs a sweep (so a place
- * in the batch) when sockets other than the one that made the cgroup near
- * are there to arm; that one arms itself at its next segment.
+ * batch none is lost: far is a flag, and near needs a sweep (a place in the
+ * batch) only with sockets besides the one whose count made the cgroup
+ * near, which arms itself at its next segment. (A socket established at the
+ * same moment on another CPU that found the cgroup far counts after it, and
+ * asks again once counted: sockops_run().)
  */
 static int on_event(void *ctx, void *data, size_t len)
 {
@@ -327,7 +330,7 @@ static int on_event(void *ctx, void *data, size_t len)
 		}
 		e->near_up = true;
 		if (ev->usage_pages <= 1)
-			return 0;
+			return 0;	/* its only socket arms itself */
 	}
 	if (e->n_batch < MAX_EVENTS_PER_BATCH)
 		memcpy(&e->batch[e->n_batch++], data, sizeof(e->batch[0]));
@@ -453,20 +456,26 @@ int enforce_hold_expired(struct enforcer *e, const struct cgroup_tree *tree)
 	if (read(e->hold_fd, &n, sizeof(n)) != sizeof(n))
 		return 0;
 	e->hold_armed = false;
-	/* First the events BPF did not wake us for: a cgroup near again since,
-	 * or far again (a new hold), keeps the links. */
+	/* First the events BPF did not wake us for. */
 	err = enforce_handle_events(e, tree);
-	if (e->near_up || e->hold_armed || near_any(e))
+	if (e->near != 1 || near_any(e))
+		return err;	/* near now: a far event arms the next hold */
+	if (e->near_since_hold) {
+		/* Far now, but near again meanwhile: one more period. */
+		e->near_since_hold = false;
+		hold_set(e, true);
 		return err;
+	}
 	return near_links(e, false) ?: err;
 }
 
 /*
  * A batch of events (read when BPF wakes us, and at every poll for those it
  * did not wake us for). A sweep answers state changes and a cgroup turning
- * near with sockets to arm; turning far needs none, since an armed socket
- * whose ancestors are all far is released at its next segment. What runs
- * per segment goes NEAR_HOLD_MS after the last cgroup turned far.
+ * near; turning far needs none, since an armed socket
+ * whose ancestors are all far is released at its next segment. A far event
+ * arms the hold: what runs per segment goes once a whole NEAR_HOLD_MS has
+ * passed with no cgroup turning near and none is near at its end.
  */
 int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 {
@@ -487,9 +496,11 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 	err = 0;
 	near_up = e->near_up || (e->dropped && near_any(e));
 	if (near_up) {
-		hold_set(e, false);
+		e->near_since_hold = true;
 		err = near_links(e, true);
-	} else if ((e->far_seen || e->dropped) && e->near == 1) {
+	}
+	if ((e->far_seen || e->dropped) && e->near == 1 && !e->hold_armed) {
+		e->near_since_hold = false;
 		hold_set(e, true);
 	}
 	if (e->n_batch || e->dropped) {
@@ -631,20 +642,33 @@ static unsigned path_level(const char *path)
 	return level;
 }
 
+static int id_cmp(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+
+	return *x < *y ? -1 : *x > *y;
+}
+
 /*
- * Make the usage entries of limited cgroups that no charge has made yet.
+ * Make the usage entries of limited cgroups that no charge has made yet,
+ * among those whose limits changed (@changed, sorted; NULL: all of @cgs).
  * limits_refresh copies each cgroup's limits into its own entry, and a
  * charge that makes an entry later leaves the copy empty: so every limited
  * cgroup needs its entry before the refresh. A charge racing to make one
- * first is fine (EEXIST): the refresh that follows fills it.
+ * first is fine (EEXIST): the refresh that follows fills it. Entries of
+ * limited cgroups are never deleted (status_prune() takes cgroups that are
+ * gone), so those whose limits did not change have theirs.
  */
-static int usage_entries_make(struct enforcer *e, const struct enforce_cgroup *cgs, size_t n)
+static int usage_entries_make(struct enforcer *e, const struct enforce_cgroup *cgs, size_t n,
+			      const uint64_t *changed, size_t n_changed)
 {
 	int fd = bpf_map__fd(e->skel->maps.cgroup_usage), err = 0;
 
 	for (size_t i = 0; i < n; i++) {
 		struct cgroup_usage u = { .level = path_level(cgs[i].path) };
 
+		if (changed && !bsearch(&cgs[i].id, changed, n_changed, sizeof(*changed), id_cmp))
+			continue;
 		if (bpf_map_update_elem(fd, &cgs[i].id, &u, BPF_NOEXIST) && errno != EEXIST) {
 			err = -errno;
 			log_warn("%s: cannot make its usage entry (id %llu): %s", cgs[i].path,
@@ -783,19 +807,15 @@ static int ingress_sync(struct enforcer *e)
 	return err;
 }
 
-static int ctl_write(struct enforcer *e)
+static int ctl_update(struct enforcer *e, unsigned limited, bool near_linked)
 {
+	struct tcpbuf_enforce_ctl ctl = { .limited_cgroups = limited, .near_linked = near_linked };
 	__u32 zero = 0;
 
-	if (bpf_map_update_elem(bpf_map__fd(e->skel->maps.enforce_ctl), &zero, &e->ctl, BPF_ANY))
+	e->limited = limited;
+	if (bpf_map_update_elem(bpf_map__fd(e->skel->maps.enforce_ctl), &zero, &ctl, BPF_ANY))
 		return -errno;
 	return 0;
-}
-
-static int ctl_update(struct enforcer *e, unsigned limited)
-{
-	e->ctl.limited_cgroups = limited;
-	return ctl_write(e);
 }
 
 /* ---------------------------------------------------------- near, far */
@@ -834,19 +854,15 @@ static int near_links(struct enforcer *e, bool on)
 
 	if (e->near == on)
 		return 0;
-	/* BPF wakes us for a cgroup turning near only while this is clear:
-	 * cleared before unlinking, set once linked. */
-	if (!on) {
-		e->ctl.near_linked = 0;
-		err = ctl_write(e);
-	}
+	/* BPF wakes us for a cgroup turning near by its only socket only while
+	 * this is clear: cleared before unlinking, set once linked. */
+	if (!on)
+		err = ctl_update(e, e->limited, false);
 	err = demand_links_set(e->pin_path, on) ?: err;
 	e->near = on;
 	err = ingress_sync(e) ?: err;
-	if (on) {
-		e->ctl.near_linked = 1;
-		err = ctl_write(e) ?: err;
-	}
+	if (on)
+		err = ctl_update(e, e->limited, true) ?: err;
 	if (!quiet)
 		log_info("%s: per-segment enforcement %s", on ? "a limited cgroup is near its thresholds" :
 		 "every limited cgroup is far from its thresholds", on ? "on" : "off");
@@ -896,12 +912,15 @@ int enforce_set_limited(struct enforcer *e, const struct enforce_cgroup *cgs, si
 		if (tops_add(e, &cgs[i]) == -ENOMEM)
 			return -ENOMEM;
 	tops_sort(e);
-	err = usage_entries_make(e, cgs, n);
-	err = ctl_update(e, n) ?: err;
-	if (limits_diff(e, &changed, &n_changed))
-		err = near_and_sweep(e, NULL, NULL, 1) ?: err;	/* cannot tell: all */
-	else
+	if (limits_diff(e, &changed, &n_changed)) {	/* cannot tell: all changed */
+		err = usage_entries_make(e, cgs, n, NULL, 0);
+		err = ctl_update(e, n, e->near == 1) ?: err;
+		err = near_and_sweep(e, NULL, NULL, 1) ?: err;
+	} else {
+		err = usage_entries_make(e, cgs, n, changed, n_changed);
+		err = ctl_update(e, n, e->near == 1) ?: err;
 		err = near_and_sweep(e, tree, changed, n_changed) ?: err;
+	}
 	free(changed);
 	err = ingress_sync(e) ?: err;	/* the set of topmost cgroups changed */
 	sockets_prune(e);
@@ -920,8 +939,8 @@ int enforce_add_limited(struct enforcer *e, const struct enforce_cgroup *cgs, si
 			return -ENOMEM;
 		tops_sort(e);
 	}
-	err = usage_entries_make(e, cgs, n);
-	err = ctl_update(e, limited) ?: err;
+	err = usage_entries_make(e, cgs, n, NULL, 0);
+	err = ctl_update(e, limited, e->near == 1) ?: err;
 	/* @cgs among them: a socket made in the moment before its cgroup had
 	 * limits has no caps. */
 	if (limits_diff(e, &changed, &n_changed))
@@ -939,7 +958,7 @@ int enforce_forget(struct enforcer *e, uint64_t id, unsigned limited)
 	int err;
 
 	tops_remove(e, id);
-	err = ctl_update(e, limited);
+	err = ctl_update(e, limited, e->near == 1);
 	if (!limits_diff(e, &changed, &n_changed))
 		free(changed);
 	err = iter_run(e->limits_link) ?: err;	/* its entry's copy of the limits goes */

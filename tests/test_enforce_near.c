@@ -16,7 +16,9 @@
  *   3. both closed: far again, the links go (a second after the daemon
  *      reads that: enforce.c, NEAR_HOLD_MS);
  *   4. two connections opened and closed 20 times, near and far each
- *      time: the links are made once, not every time, and go after.
+ *      time: the links are made once, not every time, and go after;
+ *   5. the same once while the daemon is stopped (SIGSTOP): it reads the
+ *      near and the far event in one batch, links, and unlinks after.
  * Every byte of the bulk connection arrives intact.
  */
 #include "enforce_util.h"
@@ -30,6 +32,7 @@
 #include "tcpbuf_enforce.h"
 
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -165,9 +168,9 @@ int main(void)
 	test_log("bulk connection: %s", msg);
 	xload_close(bulk);
 	xload_close(idle);
-	EXPECT_TRUE(wait_pinned(ingress, 0, 5000));
-	EXPECT_TRUE(wait_pinned("send_length", 0, 5000));
-	EXPECT_GE(daemon_log_wait("per-segment enforcement off", 1, 5000), 1);
+	EXPECT_TRUE(wait_pinned(ingress, 0, 10000));
+	EXPECT_TRUE(wait_pinned("send_length", 0, 10000));
+	EXPECT_GE(daemon_log_wait("per-segment enforcement off", 1, 10000), 1);
 	test_log("after close: ingress link %d, send_length link %d", pinned(ingress),
 		 pinned("send_length"));
 
@@ -193,7 +196,28 @@ int main(void)
 			 now_sec() - t0, on, off);
 		EXPECT_LE(on, 3);
 		EXPECT_LE(off, 2);
-		EXPECT_TRUE(wait_pinned(ingress, 0, 5000));
+		/* Read at the next poll (1 s), then one or two holds of 1 s. */
+		EXPECT_TRUE(wait_pinned(ingress, 0, 10000));
+	}
+
+	/* 5. Near and far while the daemon is stopped: it reads both at once
+	 * when it resumes, and must still unlink once far. */
+	{
+		struct xload *l;
+
+		ASSERT_OK(daemon_signal(SIGSTOP));
+		l = xload_start(&(struct xload_opts){ .rx_cgroup = cg, .nconn = 2, .idle = 1,
+						     .mode = XL_READ });
+		if (l)
+			xload_close(l);
+		/* Both events in the ring buffer before the daemon runs again. */
+		for (int i = 0; i < 200 && !bufs_summary(cg, 0, &near) && near.sockets; i++)
+			msleep(10);
+		ASSERT_OK(daemon_signal(SIGCONT));
+		ASSERT_TRUE(l != NULL);
+		EXPECT_TRUE(wait_pinned(ingress, 1, 3000));
+		EXPECT_TRUE(wait_pinned(ingress, 0, 10000));
+		test_log("near and far in one batch: ingress link %d after", pinned(ingress));
 	}
 
 	close(skmem_storage_fd);
