@@ -81,7 +81,6 @@ static __always_inline bool near_linked(void)
 	return ctl && ctl->near_linked;
 }
 
-
 /*
  * Room kept back below max for the skb each writer of the subtree may start
  * when its queue empties, whatever its sk_sndbuf (TCP forces memory for the

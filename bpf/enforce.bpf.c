@@ -100,7 +100,7 @@ static __always_inline void cb_flags_set(struct bpf_sock_ops *skops, bool armed,
 	}									\
 	(se)->state = TCPBUF_STATE_NORMAL;					\
 	(se)->flags &= ~(TCPBUF_SE_LIMITED | TCPBUF_SE_FAR);			\
-	sock_charge_uncapped(sk);						\
+	sock_charge_released(sk);						\
 })
 
 /*
@@ -244,19 +244,18 @@ struct ingress_walk {
 static long ingress_walk_level(__u64 i, void *ctx)
 {
 	struct ingress_walk *w = ctx;
-	struct cgroup_limits *l;
+	const struct cgroup_limits *l;
 	struct cgroup_usage *u;
 	__s64 want, max;
 	__u64 id;
 
 	if (!walk_level(&w->a, i, &id))
 		return 1;
-	l = bpf_map_lookup_elem(&cgroup_limits, &id);
-	if (!l)
-		return 0;
+	/* The entry's copy of the limits, as ingress_near_max(). */
 	u = bpf_map_lookup_elem(&cgroup_usage, &id);
-	if (!u || !l->max_pages)
+	if (!u || !u->limits.max_pages)
 		return 0;
+	l = &u->limits;
 	want = u->usage_pages + w->pages;
 	max = max_effective(id, l, want);
 	if (want > max) {

@@ -527,7 +527,7 @@ static __always_inline void sock_charge_mirror(struct sock *sk, const struct cap
 }
 
 /* Released: no longer capped nor armed. */
-static __always_inline void sock_charge_uncapped(struct sock *sk)
+static __always_inline void sock_charge_released(struct sock *sk)
 {
 	struct sock_charge *sc = sock_charge_get(sk, false);
 

@@ -77,7 +77,7 @@ struct enforcer {
 	size_t n_limits;
 	/* state changes read from the ring buffer, logged after the sweep */
 	struct tcpbuf_state_event batch[MAX_EVENTS_PER_BATCH];
-	size_t n_batch, dropped, near_events;
+	size_t n_batch, dropped;
 	bool near_up, far_seen;	/* in this batch, some cgroup turned near; far */
 };
 
@@ -323,7 +323,6 @@ static int on_event(void *ctx, void *data, size_t len)
 	if (len < sizeof(*ev))
 		return 0;
 	if (ev->kind == TCPBUF_EVENT_NEAR) {
-		e->near_events++;
 		if (!ev->new_state) {
 			e->far_seen = true;
 			return 0;
@@ -430,17 +429,15 @@ static void targets_clear(struct enforcer *e)
  * connections a second) and logged two lines per connection. */
 #define NEAR_HOLD_MS	1000
 
-static void hold_set(struct enforcer *e, bool on)
+static void hold_arm(struct enforcer *e)
 {
 	struct itimerspec its = {
-		.it_value.tv_sec = on ? NEAR_HOLD_MS / 1000 : 0,
-		.it_value.tv_nsec = on ? NEAR_HOLD_MS % 1000 * 1000000L : 0,
+		.it_value.tv_sec = NEAR_HOLD_MS / 1000,
+		.it_value.tv_nsec = NEAR_HOLD_MS % 1000 * 1000000L,
 	};
 
-	if (on == e->hold_armed)
-		return;
-	if (!timerfd_settime(e->hold_fd, 0, &its, NULL))
-		e->hold_armed = on;
+	if (!e->hold_armed && !timerfd_settime(e->hold_fd, 0, &its, NULL))
+		e->hold_armed = true;
 }
 
 int enforce_hold_fd(const struct enforcer *e)
@@ -463,7 +460,7 @@ int enforce_hold_expired(struct enforcer *e, const struct cgroup_tree *tree)
 	if (e->near_since_hold) {
 		/* Far now, but near again meanwhile: one more period. */
 		e->near_since_hold = false;
-		hold_set(e, true);
+		hold_arm(e);
 		return err;
 	}
 	return near_links(e, false) ?: err;
@@ -486,12 +483,11 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 
 	e->n_batch = 0;
 	e->dropped = 0;
-	e->near_events = 0;
 	e->near_up = e->far_seen = false;
 	err = ring_buffer__consume(e->events);
 	if (err < 0)
 		return err;
-	if (!e->n_batch && !e->dropped && !e->near_events)
+	if (!e->n_batch && !e->dropped && !e->near_up && !e->far_seen)
 		return 0;
 	err = 0;
 	near_up = e->near_up || (e->dropped && near_any(e));
@@ -501,7 +497,7 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 	}
 	if ((e->far_seen || e->dropped) && e->near == 1 && !e->hold_armed) {
 		e->near_since_hold = false;
-		hold_set(e, true);
+		hold_arm(e);
 	}
 	if (e->n_batch || e->dropped) {
 		for (size_t i = 0; i < e->n_batch; i++)
@@ -576,10 +572,10 @@ static int limit_entry_cmp(const void *a, const void *b)
 
 /*
  * The cgroups whose limits differ from what we saw last (set, changed or
- * removed), into *@out (malloc'd; *@n of them). Returns -ENOMEM when they
- * cannot be told: then everything counts as changed.
+ * removed), into *@out (malloc'd, sorted; *@n_out of them). When they cannot
+ * be told (no memory), *@out is NULL and *@n_out SIZE_MAX: all changed.
  */
-static int limits_diff(struct enforcer *e, uint64_t **out, size_t *n_out)
+static void limits_diff(struct enforcer *e, uint64_t **out, size_t *n_out)
 {
 	int fd = bpf_map__fd(e->skel->maps.cgroup_limits);
 	struct limit_entry *now = NULL, *was = e->limits;
@@ -587,7 +583,7 @@ static int limits_diff(struct enforcer *e, uint64_t **out, size_t *n_out)
 	uint64_t key, next, *prev = NULL, *changed;
 
 	*out = NULL;
-	*n_out = 0;
+	*n_out = SIZE_MAX;
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
 		key = next;
 		prev = &key;
@@ -596,7 +592,7 @@ static int limits_diff(struct enforcer *e, uint64_t **out, size_t *n_out)
 
 			if (!p) {
 				free(now);
-				return -ENOMEM;
+				return;
 			}
 			now = p;
 		}
@@ -609,7 +605,7 @@ static int limits_diff(struct enforcer *e, uint64_t **out, size_t *n_out)
 	changed = malloc((n + e->n_limits + 1) * sizeof(*changed));
 	if (!changed) {
 		free(now);
-		return -ENOMEM;
+		return;
 	}
 	while (i < n || j < e->n_limits) {
 		if (j == e->n_limits || (i < n && now[i].id < was[j].id)) {
@@ -628,7 +624,6 @@ static int limits_diff(struct enforcer *e, uint64_t **out, size_t *n_out)
 	e->n_limits = n;
 	*out = changed;
 	*n_out = k;
-	return 0;
 }
 
 /* Depth of a cgroup below the v2 root, from its path ("/a/b": 2). */
@@ -651,7 +646,8 @@ static int id_cmp(const void *a, const void *b)
 
 /*
  * Make the usage entries of limited cgroups that no charge has made yet,
- * among those whose limits changed (@changed, sorted; NULL: all of @cgs).
+ * among those whose limits changed (@changed, from limits_diff(); NULL: all
+ * of @cgs).
  * limits_refresh copies each cgroup's limits into its own entry, and a
  * charge that makes an entry later leaves the copy empty: so every limited
  * cgroup needs its entry before the refresh. A charge racing to make one
@@ -889,7 +885,7 @@ static int near_and_sweep(struct enforcer *e, const struct cgroup_tree *tree, co
 
 	if (on)
 		err = near_links(e, true) ?: err;
-	if (n) {
+	if (n) {	/* SIZE_MAX, @ids NULL: not known which */
 		bool targeted = n <= LIMITS_TARGETS_MAX && targets_set(e, tree, ids, n);
 
 		err = sweep(e, true, targeted) ?: err;
@@ -912,15 +908,10 @@ int enforce_set_limited(struct enforcer *e, const struct enforce_cgroup *cgs, si
 		if (tops_add(e, &cgs[i]) == -ENOMEM)
 			return -ENOMEM;
 	tops_sort(e);
-	if (limits_diff(e, &changed, &n_changed)) {	/* cannot tell: all changed */
-		err = usage_entries_make(e, cgs, n, NULL, 0);
-		err = ctl_update(e, n, e->near == 1) ?: err;
-		err = near_and_sweep(e, NULL, NULL, 1) ?: err;
-	} else {
-		err = usage_entries_make(e, cgs, n, changed, n_changed);
-		err = ctl_update(e, n, e->near == 1) ?: err;
-		err = near_and_sweep(e, tree, changed, n_changed) ?: err;
-	}
+	limits_diff(e, &changed, &n_changed);
+	err = usage_entries_make(e, cgs, n, changed, n_changed);
+	err = ctl_update(e, n, e->near == 1) ?: err;
+	err = near_and_sweep(e, tree, changed, n_changed) ?: err;
 	free(changed);
 	err = ingress_sync(e) ?: err;	/* the set of topmost cgroups changed */
 	sockets_prune(e);
@@ -943,10 +934,8 @@ int enforce_add_limited(struct enforcer *e, const struct enforce_cgroup *cgs, si
 	err = ctl_update(e, limited, e->near == 1) ?: err;
 	/* @cgs among them: a socket made in the moment before its cgroup had
 	 * limits has no caps. */
-	if (limits_diff(e, &changed, &n_changed))
-		err = near_and_sweep(e, NULL, NULL, 1) ?: err;
-	else
-		err = near_and_sweep(e, tree, changed, n_changed) ?: err;
+	limits_diff(e, &changed, &n_changed);
+	err = near_and_sweep(e, tree, changed, n_changed) ?: err;
 	free(changed);
 	return ingress_sync(e) ?: err;
 }
@@ -959,8 +948,8 @@ int enforce_forget(struct enforcer *e, uint64_t id, unsigned limited)
 
 	tops_remove(e, id);
 	err = ctl_update(e, limited, e->near == 1);
-	if (!limits_diff(e, &changed, &n_changed))
-		free(changed);
+	limits_diff(e, &changed, &n_changed);	/* remembered as removed */
+	free(changed);
 	err = iter_run(e->limits_link) ?: err;	/* its entry's copy of the limits goes */
 	err = near_and_sweep(e, NULL, NULL, 0) ?: err;
 	return ingress_sync(e) ?: err;
