@@ -408,7 +408,7 @@ static __always_inline struct sock_charge *sock_armed_charge(struct sock *sk)
 	if (!sk->sk_bpf_storage)
 		return NULL;	/* told without the storage lookup */
 	sc = bpf_sk_storage_get(&sock_charge, sk, NULL, 0);
-	return sc && sc->armed ? sc : NULL;
+	return sc && (sc->enforce.flags & TCPBUF_SE_LIMITED) ? sc : NULL;
 }
 
 /* A per-syscall sample: armed sockets only, lazily. */

@@ -27,11 +27,6 @@ char LICENSE[] SEC("license") = "GPL";
 #define ETH_P_IP_NUM		0x0800
 #define ETH_P_IPV6_NUM		0x86DD
 
-static __always_inline struct sock_enforce *sock_enforce_get(struct sock *sk, bool create)
-{
-	return bpf_sk_storage_get(&sock_enforce, sk, NULL, create ? BPF_SK_STORAGE_GET_F_CREATE : 0);
-}
-
 /* ------------------------------------------------------------- sock_ops */
 
 /*
@@ -100,7 +95,6 @@ static __always_inline void cb_flags_set(struct bpf_sock_ops *skops, bool armed,
 	}									\
 	(se)->state = TCPBUF_STATE_NORMAL;					\
 	(se)->flags &= ~(TCPBUF_SE_LIMITED | TCPBUF_SE_FAR);			\
-	sock_charge_released(sk);						\
 })
 
 /*
@@ -113,6 +107,7 @@ static __always_inline void cb_flags_set(struct bpf_sock_ops *skops, bool armed,
 static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 {
 	struct sock_enforce *se;
+	struct sock_charge *sc;
 	struct bpf_sock *bsk;
 	struct tcp_sock *tp;
 	struct sock *sk;
@@ -125,8 +120,8 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 	if (skops->op == BPF_SOCK_OPS_STATE_CB) {
 		/* Closed: no longer one of its subtree's writers. */
 		if (skops->args[1] == BPF_TCP_CLOSE && (tp = bpf_skc_to_tcp_sock(bsk)) &&
-		    (se = sock_enforce_get((struct sock *)tp, false)))
-			socket_count((struct sock *)tp, se, false, false);
+		    (sc = sock_charge_get((struct sock *)tp, false)))
+			socket_count(sc, false, false);
 		return 1;
 	}
 	if (skops->op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB &&
@@ -144,27 +139,30 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 	if (!tp)
 		return 1;
 	sk = (struct sock *)tp;
-	if (!established) {
-		se = sock_enforce_get(sk, false);
-		if (se && caps_still_far(sk, tp, se))
-			return 1;
-	}
-	caps_compute(sk, tp, &c);
-	se = sock_enforce_get(sk, c.limited);
-	if (!se)
+	/* The entry is made while some cgroup has limits: the walks below
+	 * read the socket's ancestry from it. */
+	sc = sock_charge_get(sk, established && limits_present());
+	if (!sc)
+		return 1;
+	se = &sc->enforce;
+	if (!established && caps_still_far(sk, tp, se))
+		return 1;
+	caps_compute(sk, tp, sc, &c);
+	/* Nothing to do for it, nor to undo. */
+	if (!c.limited && !se->flags)
 		return 1;
 	/* Its limited ancestors all far: counted, left to the kernel but for
 	 * the close. */
-	if (!c.limited || !ancestry_near(sk)) {
+	if (!c.limited || !ancestry_near(sk, sc)) {
 		if (se->flags & TCPBUF_SE_LIMITED)
 			caps_release(skops, sk, se);
-		socket_count_update(sk, tp, se, c.limited);
+		socket_count_update(sc, tp, c.limited);
 		/* Counting it may have made an ancestor near: then its very
 		 * next segment arms it, not the sweep answering the event a
 		 * millisecond later; under a small limit, what one socket
 		 * queues meanwhile as autotuning lets it is most of max.
 		 * (Armed here, the verifier's budget would not hold.) */
-		cb_flags_set(skops, c.limited && ancestry_near(sk), c.limited);
+		cb_flags_set(skops, c.limited && ancestry_near(sk, sc), c.limited);
 		return 1;
 	}
 	/* First armed here or at a segment: remember what its application
@@ -174,7 +172,7 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 	else
 		notice_user_change(sk, se);
 	caps_apply(skops, sk, &c, se);
-	socket_count_update(sk, tp, se, true);
+	socket_count_update(sc, tp, true);
 	caps_far_note(tp, se, &c);
 	cb_flags_set(skops, true, true);
 	return 1;
@@ -525,6 +523,7 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 {
 	struct sock_common *skc = ctx->sk_common;
 	struct sock_enforce *se;
+	struct sock_charge *sc;
 	struct tcp_sock *tp;
 	struct sock *sk;
 	struct caps c;
@@ -540,20 +539,21 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 		return 0;
 	/* A socket tcpbufd never sized has no limited ancestor, unless limits
 	 * just changed: skip it cheaply (hosts hold 100,000s of sockets). */
-	se = sock_enforce_get(sk, false);
-	if (!se && (!sweep_all || !ancestry_has_limits(sk)))
+	sc = sock_charge_get(sk, false);
+	if ((!sc || !sc->enforce.flags) && (!sweep_all || !ancestry_has_limits(sk, sc)))
+		return 0;
+	if (!sc)
+		sc = sock_charge_get(sk, true);
+	if (!sc)
 		return 0;
 	if (accounting_mode == TCPBUF_MODE_SAMPLED)
-		sample_socket(sk, SAMPLE_EXACT);
-	caps_compute(sk, tp, &c);
-	if (!se)
-		se = sock_enforce_get(sk, true);
-	if (!se)
-		return 0;
+		sample_charge_to(sc, sk_footprint_pages(sk), SAMPLE_EXACT);
+	caps_compute(sk, tp, sc, &c);
+	se = &sc->enforce;
 	enforce_init(sk, se);
 	notice_user_change(sk, se);
 	caps_apply(sk, sk, &c, se);
-	socket_count_update(sk, tp, se, c.limited);
+	socket_count_update(sc, tp, c.limited);
 	caps_far_note(tp, se, &c);
 	/* Sockets that predate the limits get the per-segment callback too
 	 * (TCP_BPF_SOCK_OPS_CB_FLAGS, kernel >= 6.11; older ones: sweeps only).

@@ -34,13 +34,4 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } cgroup_sockets SEC(".maps");
 
-/* What tcpbufd did to each socket's buffers (tcpbuf_enforce.h). */
-struct sock_enforce_map {
-	__uint(type, BPF_MAP_TYPE_SK_STORAGE);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, int);
-	__type(value, struct sock_enforce);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} sock_enforce SEC(".maps");
-
 #endif /* TCPBUF_ENFORCE_MAPS_BPF_H */

@@ -54,7 +54,6 @@ struct caps {
 	__s64 rcv;	/* ceiling for sk_rcvbuf, bytes; CAP_NONE: leave to autotuning */
 	__u32 state;	/* strictest state among the limited ancestors */
 	bool limited;	/* some ancestor has limits */
-	struct sock_charge *sc;	/* the socket's entry, whose ancestry was walked */
 };
 
 static __always_inline __s64 min_s64(__s64 a, __s64 b) { return a < b ? a : b; }
@@ -192,23 +191,23 @@ static __always_inline void caps_level(struct caps *c, const struct cgroup_limit
  * Walks up a socket's cgroup ancestry run under bpf_loop(): the verifier
  * checks the body once, where an unrolled walk of TCPBUF_MAX_DEPTH levels
  * with branches in each would blow its instruction budget. The ancestry is
- * the one cached in the socket's sock_charge entry (charge.bpf.h), made
- * by the walks of its caps (@create) if the socket has none yet: they run
- * only while some cgroup has limits, and a socket walked at establishment
- * is walked again at every count, sweep and segment, where the cached ids
- * save four probe reads per level each time; a socket that carries data
- * gets the entry at its first charge anyway. Without one (the sweep's test
- * of a socket it never sized, or storage full), probe reads.
+ * the one cached in the socket's sock_charge entry (charge.bpf.h), which
+ * every caller but one has in hand: the programs that size a socket make
+ * it (while some cgroup has limits), since a socket walked at establishment
+ * is walked again at every count, sweep and segment; a socket that carries
+ * data gets the entry at its first charge anyway. Without one (the sweep's
+ * test of a socket it never sized, or storage full), probe reads.
  */
 struct ancestry {
 	const struct sock_charge *sc;
 	__u64 cg;	/* without an entry: the next cgroup up */
 };
 
-static __always_inline void ancestry_init(struct ancestry *a, struct sock *sk, bool create)
+static __always_inline void ancestry_init(struct ancestry *a, struct sock *sk,
+					  const struct sock_charge *sc)
 {
-	a->sc = sock_charge_get(sk, create);
-	a->cg = a->sc ? 0 : (__u64)sk_cgroup(sk);
+	a->sc = sc;
+	a->cg = sc ? 0 : (__u64)sk_cgroup(sk);
 }
 
 static __always_inline bool walk_level(struct ancestry *a, __u64 i, __u64 *id)
@@ -282,15 +281,14 @@ static long find_walk_level(__u64 i, void *ctx)
 	return 1;
 }
 
-static __always_inline bool ancestry_find(struct sock *sk, bool near)
+static __always_inline bool ancestry_find(struct sock *sk, const struct sock_charge *sc,
+					  bool near)
 {
 	struct find_walk w = { .want_near = near };
 
 	if (!limits_present())
 		return false;
-	/* Near: asked of a socket whose caps were just walked; any limited
-	 * level: of a socket the sweep never sized, which may be anyone's. */
-	ancestry_init(&w.a, sk, near);
+	ancestry_init(&w.a, sk, sc);
 	bpf_loop(TCPBUF_MAX_DEPTH, find_walk_level, &w, 0);
 	return w.found;
 }
@@ -301,21 +299,21 @@ static __always_inline bool ancestry_find(struct sock *sk, bool near)
  * caps_compute() and struct caps: anything more in the caps walk multiplies
  * the verifier's states past its budget.
  */
-static __always_inline bool ancestry_near(struct sock *sk)
+static __always_inline bool ancestry_near(struct sock *sk, const struct sock_charge *sc)
 {
-	return ancestry_find(sk, true);
+	return ancestry_find(sk, sc, true);
 }
 
 /* Whether some ancestor of the socket has limits, near or far; cheaper to
  * verify than caps_compute(). */
-static __always_inline bool ancestry_has_limits(struct sock *sk)
+static __always_inline bool ancestry_has_limits(struct sock *sk, const struct sock_charge *sc)
 {
-	return ancestry_find(sk, false);
+	return ancestry_find(sk, sc, false);
 }
 
 /* The caps of all the socket's limited ancestors, strictest first. */
 static __always_inline void caps_compute(struct sock *sk, const struct tcp_sock *tp,
-					 struct caps *c)
+					 const struct sock_charge *sc, struct caps *c)
 {
 	struct caps_walk w = {
 		.unsent = unsent_bytes(sk, tp),
@@ -325,11 +323,10 @@ static __always_inline void caps_compute(struct sock *sk, const struct tcp_sock 
 	};
 
 	if (limits_present()) {
-		ancestry_init(&w.a, sk, true);
+		ancestry_init(&w.a, sk, sc);
 		bpf_loop(TCPBUF_MAX_DEPTH, caps_walk_level, &w, 0);
 	}
 	*c = w.c;
-	c->sc = (struct sock_charge *)w.a.sc;
 }
 
 struct count_walk {
@@ -408,10 +405,10 @@ static long count_walk_level(__u64 i, void *ctx)
  * (@sender), or stop counting it; the flags remember what was counted, so
  * each is added and removed once.
  */
-static __always_inline void socket_count(struct sock *sk, struct sock_enforce *se, bool counted,
-					 bool sender)
+static __always_inline void socket_count(struct sock_charge *sc, bool counted, bool sender)
 {
-	struct count_walk w = {};
+	struct sock_enforce *se = &sc->enforce;
+	struct count_walk w = { .a.sc = sc };
 
 	if (counted != !!(se->flags & TCPBUF_SE_COUNTED))
 		w.sockets = counted ? 1 : -1;
@@ -419,7 +416,6 @@ static __always_inline void socket_count(struct sock *sk, struct sock_enforce *s
 		w.senders = sender ? 1 : -1;
 	if (!w.sockets && !w.senders)
 		return;
-	ancestry_init(&w.a, sk, true);
 	if (w.sockets)
 		se->flags ^= TCPBUF_SE_COUNTED;
 	if (w.senders)
@@ -428,10 +424,10 @@ static __always_inline void socket_count(struct sock *sk, struct sock_enforce *s
 }
 
 /* A socket of a limited subtree (near or far) counts; a writer once it sent. */
-static __always_inline void socket_count_update(struct sock *sk, const struct tcp_sock *tp,
-						struct sock_enforce *se, bool limited)
+static __always_inline void socket_count_update(struct sock_charge *sc, const struct tcp_sock *tp,
+						bool limited)
 {
-	socket_count(sk, se, limited, limited && tp->bytes_sent > 0);
+	socket_count(sc, limited, limited && tp->bytes_sent > 0);
 }
 
 /* First sight of a socket: remember what its application chose itself. */
@@ -506,37 +502,6 @@ static __always_inline __s64 rcvbuf_target(struct sock *sk, const struct caps *c
 	return -1;
 }
 
-/* sock_charge's capped/user_locked, for whoever reads that map, and armed,
- * for the samplers and ingress. */
-static __always_inline void sock_charge_mirror(struct sock *sk, const struct caps *c,
-					       const struct sock_enforce *se)
-{
-	struct sock_charge *sc = c->sc ? c->sc : sock_charge_get(sk, false);
-	__u32 capped = c->limited && c->state != TCPBUF_STATE_NORMAL;
-	__u32 armed = !!(se->flags & TCPBUF_SE_LIMITED);
-
-	if (!sc)
-		return;
-	/* Written only when they change: the entry's line is the charge's. */
-	if (sc->capped != capped)
-		sc->capped = capped;
-	if (sc->user_locked != se->user_locks)
-		sc->user_locked = se->user_locks;
-	if (sc->armed != armed)
-		sc->armed = armed;
-}
-
-/* Released: no longer capped nor armed. */
-static __always_inline void sock_charge_released(struct sock *sk)
-{
-	struct sock_charge *sc = sock_charge_get(sk, false);
-
-	if (sc && (sc->capped || sc->armed)) {
-		sc->capped = 0;
-		sc->armed = 0;
-	}
-}
-
 /* Sizes within a page (the kernel doubles and rounds) count as equal; growth
  * smaller than an eighth is not worth a setsockopt. */
 static __always_inline bool buf_differs(__s64 cur, __s64 target, bool owned)
@@ -577,7 +542,6 @@ static __always_inline bool buf_differs(__s64 cur, __s64 target, bool owned)
 		(se)->flags |= TCPBUF_SE_LIMITED;				\
 	else									\
 		(se)->flags &= ~TCPBUF_SE_LIMITED;				\
-	sock_charge_mirror(sk, c, se);						\
 })
 
 /*

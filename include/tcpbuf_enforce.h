@@ -85,31 +85,4 @@ static inline __u32 tcpbuf_near_next(__u32 near, __s64 sockets, __u64 bound_page
 
 #define TCPBUF_SENDER_RESERVE_PAGES	17	/* a 64 KiB skb and its overhead */
 
-/* sock_enforce.flags */
-#define TCPBUF_SE_LIMITED	1	/* armed: capped and followed (a limited ancestor is near) */
-#define TCPBUF_SE_SNDBUF_SET	2	/* sk_sndbuf is ours (set by tcpbufd) */
-#define TCPBUF_SE_RCVBUF_SET	4	/* sk_rcvbuf is ours */
-#define TCPBUF_SE_COUNTED	8	/* counted in cgroup_sockets.sockets */
-#define TCPBUF_SE_SENDER	16	/* counted in cgroup_sockets.senders */
-#define TCPBUF_SE_FAR		32	/* caps far above what the kernel would give it */
-
-/* The kernel's sk_userlocks bits (include/net/sock.h). */
-#define TCPBUF_SNDBUF_LOCK	1
-#define TCPBUF_RCVBUF_LOCK	2
-
-/*
- * Socket local storage "sock_enforce": what tcpbufd did to one socket's
- * buffer sizes, so caps can be lifted to what the application had.
- */
-struct sock_enforce {
-	__u32 flags;		/* TCPBUF_SE_* */
-	__u32 user_locks;	/* TCPBUF_*BUF_LOCK the application set itself */
-	__s32 user_sndbuf;	/* sk_sndbuf the application chose (if locked) */
-	__s32 user_rcvbuf;	/* sk_rcvbuf the application chose (if locked) */
-	__s32 set_sndbuf;	/* sk_sndbuf as tcpbufd last set it */
-	__s32 set_rcvbuf;	/* sk_rcvbuf as tcpbufd last set it */
-	__u32 state;		/* strictest state of its limited ancestors when last capped */
-	__u32 eval_us;		/* tcp_mstamp (low 32 bits) when its caps were last computed */
-};
-
 #endif /* TCPBUF_ENFORCE_H */

@@ -12,7 +12,7 @@
 #include <linux/types.h>
 #endif
 
-#define TCPBUF_LAYOUT_VERSION	6
+#define TCPBUF_LAYOUT_VERSION	7
 
 /* Deepest cgroup level charged; deeper cgroups charge their ancestors up to here. */
 #define TCPBUF_MAX_DEPTH	16
@@ -64,6 +64,33 @@ struct cgroup_usage {
 	struct cgroup_limits limits;
 };
 
+/* sock_enforce.flags */
+#define TCPBUF_SE_LIMITED	1	/* armed: capped and followed (a limited ancestor is near) */
+#define TCPBUF_SE_SNDBUF_SET	2	/* sk_sndbuf is ours (set by tcpbufd) */
+#define TCPBUF_SE_RCVBUF_SET	4	/* sk_rcvbuf is ours */
+#define TCPBUF_SE_COUNTED	8	/* counted in cgroup_sockets.sockets */
+#define TCPBUF_SE_SENDER	16	/* counted in cgroup_sockets.senders */
+#define TCPBUF_SE_FAR		32	/* caps far above what the kernel would give it */
+
+/* The kernel's sk_userlocks bits (include/net/sock.h). */
+#define TCPBUF_SNDBUF_LOCK	1
+#define TCPBUF_RCVBUF_LOCK	2
+
+/*
+ * What enforcement did to one socket's buffer sizes, so caps can be lifted
+ * to what the application had: part of the socket's sock_charge entry.
+ */
+struct sock_enforce {
+	__u32 flags;		/* TCPBUF_SE_* */
+	__u32 user_locks;	/* TCPBUF_*BUF_LOCK the application set itself */
+	__s32 user_sndbuf;	/* sk_sndbuf the application chose (if locked) */
+	__s32 user_rcvbuf;	/* sk_rcvbuf the application chose (if locked) */
+	__s32 set_sndbuf;	/* sk_sndbuf as tcpbufd last set it */
+	__s32 set_rcvbuf;	/* sk_rcvbuf as tcpbufd last set it */
+	__u32 state;		/* strictest state of its limited ancestors when last capped */
+	__u32 eval_us;		/* tcp_mstamp (low 32 bits) when its caps were last computed */
+};
+
 /*
  * Socket local storage "sock_charge": what this socket has charged and to whom,
  * so every uncharge goes back to the cgroup that was charged.
@@ -71,13 +98,14 @@ struct cgroup_usage {
 struct sock_charge {
 	__u64 cgroup_id;	/* the cgroup charged (the socket's own cgroup) */
 	__s64 charged_pages;	/* pages currently charged by this socket */
-	__u32 capped;		/* buffer sizes were capped by tcpbufd */
-	__u32 user_locked;	/* the application set SO_*BUF itself: never restore */
-	/* A limited ancestor is near: the per-syscall samplers charge this
-	 * socket at each call. The enforcement side's flag, mirrored here so
-	 * a sampler asks one storage entry, not two. */
-	__u32 armed;
-	__u32 pad;
+	/*
+	 * Enforcement's part (all 0 for a socket it never sized). In the
+	 * same entry as the charge, not an entry of its own: creating and
+	 * finding a socket-storage entry was a quarter of what a socket of
+	 * a limited cgroup cost at establishment, and every sampler and
+	 * ingress run asks whether the socket is armed before it charges.
+	 */
+	struct sock_enforce enforce;
 	/*
 	 * The cgroups every charge of this socket goes to, its own first, read
 	 * once when the entry is created: a socket's cgroup is fixed at its

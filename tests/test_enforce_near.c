@@ -9,7 +9,7 @@
  * daemon computes it): near from 3 sockets on, far again at 1 or none.
  *   1. one bulk connection inside (2 sockets): far. No ingress link, no
  *      per-syscall sampler linked, and no socket armed: sock_diag, asked
- *      for the pinned sock_enforce map (INET_DIAG_REQ_SK_BPF_STORAGES),
+ *      for the pinned sock_charge map (INET_DIAG_REQ_SK_BPF_STORAGES),
  *      shows every socket's entry without TCPBUF_SE_LIMITED;
  *   2. one idle connection more (4 sockets): near. The ingress link and the
  *      samplers appear, and the sweep arms all four sockets;
@@ -29,6 +29,7 @@
 #include <linux/types.h>
 #include <netinet/tcp.h>
 #include <sys/syscall.h>
+#include "tcpbuf_maps.h"
 #include "tcpbuf_enforce.h"
 
 #include <inttypes.h>
@@ -55,7 +56,7 @@ static int wait_pinned(const char *name, int want, int timeout_ms)
 	return pinned(name) == want;
 }
 
-/* Sockets of @cg with a sock_enforce entry, and those of them armed. */
+/* Sockets of @cg with a sock_charge entry, and those of them armed. */
 struct armed {
 	uint64_t cgid;
 	int entries, armed;
@@ -105,7 +106,8 @@ int main(void)
 	test_init();
 	enforce_config(1000);
 	ASSERT_OK(daemon_start(""));
-	skmem_storage_fd = pinned_map("sock_enforce");
+	skmem_storage_fd = pinned_map("sock_charge");
+	skmem_storage_off = offsetof(struct sock_charge, enforce.flags);
 	ASSERT_GE(skmem_storage_fd, 0);
 	cg = cg_create("n");
 	snprintf(ingress, sizeof(ingress), "ingress-%" PRIu64, cg_id(cg));
@@ -133,7 +135,7 @@ int main(void)
 		 far.rcv_min, far.rcv_max, snd_set_max, rcv_set_max, pinned(ingress),
 		 pinned("send_length"));
 	a = armed_count(cg);
-	test_log("far: %d of the sockets' sock_enforce entries armed, of %d", a.armed, a.entries);
+	test_log("far: %d of the sockets' sock_charge entries armed, of %d", a.armed, a.entries);
 	EXPECT_EQ(far.sockets, 2);
 	EXPECT_EQ(a.entries, 2);
 	EXPECT_EQ(a.armed, 0);
@@ -154,7 +156,7 @@ int main(void)
 		 "link %d", near.sockets, near.snd_min, near.snd_max, near.rcv_min, near.rcv_max,
 		 pinned(ingress), pinned("send_length"));
 	a = armed_count(cg);
-	test_log("near: %d of the sockets' sock_enforce entries armed, of %d", a.armed, a.entries);
+	test_log("near: %d of the sockets' sock_charge entries armed, of %d", a.armed, a.entries);
 	EXPECT_EQ(near.sockets, 4);
 	EXPECT_EQ(a.entries, 4);
 	EXPECT_EQ(a.armed, 4);

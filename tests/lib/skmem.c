@@ -26,6 +26,7 @@
 #define RECV_BUF (64 * 1024)
 
 int skmem_storage_fd = -1;
+size_t skmem_storage_off;
 
 static void parse_attrs(struct skmem_sock *s, struct nlmsghdr *h, struct inet_diag_msg *m)
 {
@@ -62,9 +63,10 @@ static void parse_attrs(struct skmem_sock *s, struct nlmsghdr *h, struct inet_di
 
 				for (; RTA_OK(f, l2); f = RTA_NEXT(f, l2)) {
 					if ((f->rta_type & ~NLA_F_NESTED) != SK_DIAG_BPF_STORAGE_MAP_VALUE ||
-					    RTA_PAYLOAD(f) < (int)sizeof(uint32_t))
+					    (size_t)RTA_PAYLOAD(f) < skmem_storage_off + sizeof(uint32_t))
 						continue;
-					memcpy(&s->storage_u32, RTA_DATA(f), sizeof(uint32_t));
+					memcpy(&s->storage_u32, (char *)RTA_DATA(f) + skmem_storage_off,
+					       sizeof(uint32_t));
 					s->has_storage = 1;
 				}
 			}

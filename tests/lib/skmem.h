@@ -27,12 +27,13 @@ struct skmem_sock {
 	int32_t fwd_alloc;
 	int64_t bytes;		/* rmem_alloc + fwd_alloc + wmem_queued */
 	int has_storage;	/* the socket has an entry in skmem_storage_fd's map */
-	uint32_t storage_u32;	/* the first 4 bytes of that entry */
+	uint32_t storage_u32;	/* 4 bytes of that entry, at skmem_storage_off */
 };
 
 /* A socket-storage map (BPF_MAP_TYPE_SK_STORAGE) whose entries dumps also
  * return (sock_diag's INET_DIAG_REQ_SK_BPF_STORAGES); -1: none. */
 extern int skmem_storage_fd;
+extern size_t skmem_storage_off;
 
 struct skmem_total {
 	uint64_t bytes;
