@@ -113,6 +113,7 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 	struct sock *sk;
 	struct caps c;
 	bool established;
+	int near;
 
 	bsk = skops->sk;
 	if (!bsk)
@@ -151,18 +152,21 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 	/* Nothing to do for it, nor to undo. */
 	if (!c.limited && !se->flags)
 		return 1;
+	/* Counted first (one walk, which also tells near or far after it):
+	 * a socket whose count makes an ancestor near is armed here, not at
+	 * its next segment nor by the sweep answering the event; under a
+	 * small limit, what one socket queues meanwhile as autotuning lets
+	 * it is most of max. Its caps were computed as for one socket more
+	 * (headroom_share()), so they hold for it counted. */
+	near = socket_count_update(sc, tp, c.limited);
+	if (near < 0)
+		near = ancestry_near(sk, sc);
 	/* Its limited ancestors all far: counted, left to the kernel but for
 	 * the close. */
-	if (!c.limited || !ancestry_near(sk, sc)) {
+	if (!c.limited || !near) {
 		if (se->flags & TCPBUF_SE_LIMITED)
 			caps_release(skops, sk, se);
-		socket_count_update(sc, tp, c.limited);
-		/* Counting it may have made an ancestor near: then its very
-		 * next segment arms it, not the sweep answering the event a
-		 * millisecond later; under a small limit, what one socket
-		 * queues meanwhile as autotuning lets it is most of max.
-		 * (Armed here, the verifier's budget would not hold.) */
-		cb_flags_set(skops, c.limited && ancestry_near(sk, sc), c.limited);
+		cb_flags_set(skops, false, c.limited);
 		return 1;
 	}
 	/* First armed here or at a segment: remember what its application
@@ -172,7 +176,6 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 	else
 		notice_user_change(sk, se);
 	caps_apply(skops, sk, &c, se);
-	socket_count_update(sc, tp, true);
 	caps_far_note(tp, se, &c);
 	cb_flags_set(skops, true, true);
 	return 1;

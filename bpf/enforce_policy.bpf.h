@@ -332,14 +332,14 @@ static __always_inline void caps_compute(struct sock *sk, const struct tcp_sock 
 struct count_walk {
 	struct ancestry a;
 	__s64 sockets, senders;
+	__u32 near;	/* some limited level is near, after the count */
 };
 
-/* After a change of its socket count: near or far now? A change is told to
- * the daemon, which links what near cgroups need and sweeps the subtree: that
- * arms (or releases) its sockets, the one that made the change included.
- * (Nothing is written back to the walk: under bpf_loop, a callback that
- * changes its caller's state makes the verifier walk it again and again.) */
-static __always_inline void near_update(__u64 id, struct tcpbuf_cgroup_sockets *cs)
+/* After a change of its socket count: near or far now (0 also without
+ * limits)? A change is told to the daemon, which links what near cgroups
+ * need and sweeps the subtree: that arms (or releases) its other sockets;
+ * the one that made the change arms itself (sockops_run()). */
+static __always_inline __u32 near_update(__u64 id, struct tcpbuf_cgroup_sockets *cs)
 {
 	__u64 wakeup = BPF_RB_NO_WAKEUP;
 	struct tcpbuf_state_event *ev;
@@ -348,17 +348,19 @@ static __always_inline void near_update(__u64 id, struct tcpbuf_cgroup_sockets *
 
 	l = bpf_map_lookup_elem(&cgroup_limits, &id);
 	if (!l)
-		return;
+		return 0;
 	new = tcpbuf_near_next(old, cs->sockets, sock_bound_pages, l->pressure_pages,
 			       l->max_pages);
-	if (new == old || !__sync_bool_compare_and_swap(&cs->near, old, new))
-		return;
+	if (new == old)
+		return new;
+	if (!__sync_bool_compare_and_swap(&cs->near, old, new))
+		return cs->near;	/* a concurrent count decided */
 	ev = bpf_ringbuf_reserve(&enforce_events, sizeof(*ev), 0);
 	if (!ev)
-		return;
+		return new;
 	/* The daemon is woken only where it has to act at once: to link what
 	 * near cgroups need, or to sweep sockets other than this one (which
-	 * arms itself at its next segment). Far, it waits a second before
+	 * arms itself). Far, it waits a second before
 	 * unlinking anyway. The rest it reads at its next wake-up or poll: a
 	 * connection per request would otherwise wake it twice a connection.
 	 * Woken by force: the ring buffer's adaptive wake-up stays silent
@@ -374,6 +376,7 @@ static __always_inline void near_update(__u64 id, struct tcpbuf_cgroup_sockets *
 	ev->kind = TCPBUF_EVENT_NEAR;
 	ev->pad = 0;
 	bpf_ringbuf_submit(ev, wakeup);
+	return new;
 }
 
 static long count_walk_level(__u64 i, void *ctx)
@@ -391,21 +394,23 @@ static long count_walk_level(__u64 i, void *ctx)
 	}
 	if (!cs)
 		return 0;
-	if (w->sockets) {
+	if (w->sockets)
 		__sync_fetch_and_add(&cs->sockets, w->sockets);
-		near_update(id, cs);
-	}
 	if (w->senders)
 		__sync_fetch_and_add(&cs->senders, w->senders);
+	/* An unknown value, not a constant: the verifier then checks this
+	 * callback once, not once per value the caller's flag could hold. */
+	w->near |= near_update(id, cs);
 	return 0;
 }
 
 /*
  * Count the socket in its subtree (@counted) and as one of its writers
  * (@sender), or stop counting it; the flags remember what was counted, so
- * each is added and removed once.
+ * each is added and removed once. Whether a limited ancestor is near after
+ * that, or -1 if nothing changed (and nothing was walked).
  */
-static __always_inline void socket_count(struct sock_charge *sc, bool counted, bool sender)
+static __always_inline int socket_count(struct sock_charge *sc, bool counted, bool sender)
 {
 	struct sock_enforce *se = &sc->enforce;
 	struct count_walk w = { .a.sc = sc };
@@ -415,19 +420,20 @@ static __always_inline void socket_count(struct sock_charge *sc, bool counted, b
 	if (sender != !!(se->flags & TCPBUF_SE_SENDER))
 		w.senders = sender ? 1 : -1;
 	if (!w.sockets && !w.senders)
-		return;
+		return -1;
 	if (w.sockets)
 		se->flags ^= TCPBUF_SE_COUNTED;
 	if (w.senders)
 		se->flags ^= TCPBUF_SE_SENDER;
 	bpf_loop(TCPBUF_MAX_DEPTH, count_walk_level, &w, 0);
+	return w.near != 0;
 }
 
 /* A socket of a limited subtree (near or far) counts; a writer once it sent. */
-static __always_inline void socket_count_update(struct sock_charge *sc, const struct tcp_sock *tp,
-						bool limited)
+static __always_inline int socket_count_update(struct sock_charge *sc, const struct tcp_sock *tp,
+					       bool limited)
 {
-	socket_count(sc, limited, limited && tp->bytes_sent > 0);
+	return socket_count(sc, limited, limited && tp->bytes_sent > 0);
 }
 
 /* First sight of a socket: remember what its application chose itself. */

@@ -81,22 +81,23 @@ struct cgroup_usage {
  * to what the application had: part of the socket's sock_charge entry.
  */
 struct sock_enforce {
-	__u32 flags;		/* TCPBUF_SE_* */
-	__u32 user_locks;	/* TCPBUF_*BUF_LOCK the application set itself */
+	__u16 flags;		/* TCPBUF_SE_* */
+	__u8 user_locks;	/* TCPBUF_*BUF_LOCK the application set itself */
+	__u8 state;		/* strictest state of its limited ancestors when last capped */
 	__s32 user_sndbuf;	/* sk_sndbuf the application chose (if locked) */
 	__s32 user_rcvbuf;	/* sk_rcvbuf the application chose (if locked) */
 	__s32 set_sndbuf;	/* sk_sndbuf as tcpbufd last set it */
 	__s32 set_rcvbuf;	/* sk_rcvbuf as tcpbufd last set it */
-	__u32 state;		/* strictest state of its limited ancestors when last capped */
 	__u32 eval_us;		/* tcp_mstamp (low 32 bits) when its caps were last computed */
 };
 
 /*
  * Socket local storage "sock_charge": what this socket has charged and to whom,
- * so every uncharge goes back to the cgroup that was charged.
+ * so every uncharge goes back to the cgroup that was charged. Ordered so
+ * that what a charge or an ingress check reads (the charge, the flags, the
+ * first ancestors) shares the entry's first cache line.
  */
 struct sock_charge {
-	__u64 cgroup_id;	/* the cgroup charged (the socket's own cgroup) */
 	__s64 charged_pages;	/* pages currently charged by this socket */
 	/*
 	 * Enforcement's part (all 0 for a socket it never sized). In the
@@ -115,6 +116,9 @@ struct sock_charge {
 	__u32 levels;		/* entries in ancestors[] */
 	__u32 level;		/* level of the socket's own cgroup (ancestors[0]) */
 	__u64 ancestors[TCPBUF_MAX_DEPTH];
+	/* The cgroup charged (the socket's own), written last: the rest of
+	 * the ancestry is there once it is set. */
+	__u64 cgroup_id;
 };
 
 /* Map "meta" (array, one entry): who owns the pinned maps. */

@@ -28,7 +28,7 @@ TEST_LDFLAGS ?=
 TEST_ARGS ?=
 
 TEST_BIN_DIR := tests/bin
-TEST_LIB_HDRS := $(wildcard tests/lib/*.h)
+TEST_LIB_HDRS := $(wildcard tests/lib/*.h include/*.h)
 TEST_LIB_SRCS := $(wildcard tests/lib/*.c)
 TEST_LIB_OBJS := $(patsubst tests/lib/%.c,$(TEST_BIN_DIR)/lib/%.o,$(TEST_LIB_SRCS))
 TEST_LIB := $(TEST_BIN_DIR)/lib/libtcpbuftest.a
