@@ -112,7 +112,7 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 	struct tcp_sock *tp;
 	struct sock *sk;
 	struct caps c;
-	bool established;
+	bool established, near_before;
 	int near;
 
 	bsk = skops->sk;
@@ -148,7 +148,7 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 	se = &sc->enforce;
 	if (!established && caps_still_far(sk, tp, se))
 		return 1;
-	caps_compute(sk, tp, sc, &c);
+	near_before = caps_compute(sk, tp, sc, &c);
 	/* Nothing to do for it, nor to undo. */
 	if (!c.limited && !se->flags)
 		return 1;
@@ -160,7 +160,7 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 	 * (headroom_share()), so they hold for it counted. */
 	near = socket_count_update(sc, tp, c.limited);
 	if (near < 0)
-		near = ancestry_near(sk, sc);
+		near = near_before;
 	/* Its limited ancestors all far: counted, left to the kernel but for
 	 * the close. */
 	if (!c.limited || !near) {
@@ -191,6 +191,11 @@ int enforce_sockops(struct bpf_sock_ops *skops)
 	if (skops->op == BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB ||
 	    skops->op == BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB)
 		TIMEHIST_END(TH_SOCKOPS_ESTABLISHED);
+	else if (skops->op == BPF_SOCK_OPS_STATE_CB)
+		TIMEHIST_END(TH_SOCKOPS_STATE);
+	else if (skops->op == BPF_SOCK_OPS_PARSE_HDR_OPT_CB ||
+		 skops->op == BPF_SOCK_OPS_HDR_OPT_LEN_CB)
+		TIMEHIST_END(TH_SOCKOPS_SEGMENT);
 	return ret;
 }
 

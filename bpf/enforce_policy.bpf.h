@@ -233,6 +233,7 @@ struct caps_walk {
 	struct ancestry a;
 	__s64 unsent, rmem, chunk;
 	struct caps c;
+	__u32 near;	/* some limited level is near (tcpbuf_near_next()) */
 };
 
 static long caps_walk_level(__u64 i, void *ctx)
@@ -251,20 +252,22 @@ static long caps_walk_level(__u64 i, void *ctx)
 	cs = bpf_map_lookup_elem(&cgroup_sockets, &id);
 	caps_level(&w->c, &u->limits, u, cs, sender_reserve_of(cs, &u->limits), w->unsent,
 		   w->rmem, w->chunk);
+	/* Or-ed in, never branched on: the verifier checks the callback
+	 * once, whatever the flag holds. */
+	if (cs)
+		w->near |= cs->near;
 	return 0;
 }
 
 struct find_walk {
 	struct ancestry a;
-	bool want_near;	/* a limited level that is near, or any limited level */
 	bool found;
 };
 
-/* Stops at the first level that matches: set only on the way out, the flag
- * never makes the verifier walk the callback again with another state. */
+/* Stops at the first limited level: set only on the way out, the flag never
+ * makes the verifier walk the callback again with another state. */
 static long find_walk_level(__u64 i, void *ctx)
 {
-	struct tcpbuf_cgroup_sockets *cs;
 	struct find_walk *w = ctx;
 	__u64 id;
 
@@ -272,19 +275,15 @@ static long find_walk_level(__u64 i, void *ctx)
 		return 1;
 	if (!usage_limited(bpf_map_lookup_elem(&cgroup_usage, &id)))
 		return 0;
-	if (w->want_near) {
-		cs = bpf_map_lookup_elem(&cgroup_sockets, &id);
-		if (!cs || !cs->near)
-			return 0;
-	}
 	w->found = true;
 	return 1;
 }
 
-static __always_inline bool ancestry_find(struct sock *sk, const struct sock_charge *sc,
-					  bool near)
+/* Whether some ancestor of the socket has limits, near or far; cheaper to
+ * verify than caps_compute(). */
+static __always_inline bool ancestry_has_limits(struct sock *sk, const struct sock_charge *sc)
 {
-	struct find_walk w = { .want_near = near };
+	struct find_walk w = {};
 
 	if (!limits_present())
 		return false;
@@ -293,26 +292,12 @@ static __always_inline bool ancestry_find(struct sock *sk, const struct sock_cha
 	return w.found;
 }
 
-/*
- * Whether a limited ancestor of the socket is near (tcpbuf_near_next()): the
- * socket is then armed, capped and followed segment by segment. Kept out of
- * caps_compute() and struct caps: anything more in the caps walk multiplies
- * the verifier's states past its budget.
- */
-static __always_inline bool ancestry_near(struct sock *sk, const struct sock_charge *sc)
-{
-	return ancestry_find(sk, sc, true);
-}
-
-/* Whether some ancestor of the socket has limits, near or far; cheaper to
- * verify than caps_compute(). */
-static __always_inline bool ancestry_has_limits(struct sock *sk, const struct sock_charge *sc)
-{
-	return ancestry_find(sk, sc, false);
-}
-
-/* The caps of all the socket's limited ancestors, strictest first. */
-static __always_inline void caps_compute(struct sock *sk, const struct tcp_sock *tp,
+/* The caps of all the socket's limited ancestors, strictest first; whether
+ * one of them is near: the socket is then armed, capped and followed segment
+ * by segment. (Returned, not in struct caps: a flag there, copied and
+ * branched on with the rest, multiplied the verifier's states past its
+ * budget.) */
+static __always_inline bool caps_compute(struct sock *sk, const struct tcp_sock *tp,
 					 const struct sock_charge *sc, struct caps *c)
 {
 	struct caps_walk w = {
@@ -327,6 +312,7 @@ static __always_inline void caps_compute(struct sock *sk, const struct tcp_sock 
 		bpf_loop(TCPBUF_MAX_DEPTH, caps_walk_level, &w, 0);
 	}
 	*c = w.c;
+	return w.near != 0;
 }
 
 struct count_walk {

@@ -23,6 +23,8 @@ enum timehist_prog {
 	TH_CLOCK_RECV,
 	TH_SOCKOPS_ESTABLISHED,	/* enforce_sockops at establishment */
 	TH_DESTROY_SOCK,
+	TH_SOCKOPS_SEGMENT,	/* enforce_sockops at a segment (armed sockets) */
+	TH_SOCKOPS_STATE,	/* enforce_sockops at a state change (the close) */
 	TH_PROGS,
 };
 
