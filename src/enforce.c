@@ -311,9 +311,8 @@ static int near_links(struct enforcer *e, bool on);
  * Near and far events are told apart here, so that however many come in a
  * batch none is lost: far is a flag, and near needs a sweep (a place in the
  * batch) only with sockets besides the one whose count made the cgroup
- * near, which arms itself at its next segment. (A socket established at the
- * same moment on another CPU that found the cgroup far counts after it, and
- * asks again once counted: sockops_run().)
+ * near, which arms itself as it is counted. (A socket counted at the same
+ * moment on another CPU reads near after its own count too: sockops_run().)
  */
 static int on_event(void *ctx, void *data, size_t len)
 {
