@@ -535,6 +535,7 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 	struct tcp_sock *tp;
 	struct sock *sk;
 	struct caps c;
+	bool armed;
 	int flags;
 
 	if (!skc || !sock_ops_connected(skc->skc_state))
@@ -558,11 +559,16 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 		sample_charge_to(sc, sk_footprint_pages(sk), SAMPLE_EXACT);
 	caps_compute(sk, tp, sc, &c);
 	se = &sc->enforce;
+	armed = se->flags & TCPBUF_SE_LIMITED;
 	enforce_init(sk, se);
 	notice_user_change(sk, se);
 	caps_apply(sk, sk, &c, se);
 	socket_count_update(sc, tp, c.limited);
 	caps_far_note(tp, se, &c);
+	/* Armed before and still limited: its callbacks were set when it was
+	 * armed (a cache line of the socket fewer to read). */
+	if (armed && c.limited)
+		return 0;
 	/* Sockets that predate the limits get the per-segment callback too
 	 * (TCP_BPF_SOCK_OPS_CB_FLAGS, kernel >= 6.11; older ones: sweeps only).
 	 * The sweep arms every socket of a limited subtree, near or far: one

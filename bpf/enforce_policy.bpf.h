@@ -81,8 +81,14 @@ static __always_inline __s64 send_chunk_bytes(const struct tcp_sock *tp)
 static __always_inline __s64 unsent_bytes(const struct sock *sk, const struct tcp_sock *tp)
 {
 	__u64 wmem = sk->sk_wmem_queued;
-	__u32 unsent = tp->write_seq - tp->snd_nxt, queued = tp->write_seq - tp->snd_una;
+	__u32 unsent, queued;
 
+	/* An empty queue (most sockets a sweep sees): the sequence numbers
+	 * are two cache lines of the socket it need not read. */
+	if (!wmem)
+		return 0;
+	unsent = tp->write_seq - tp->snd_nxt;
+	queued = tp->write_seq - tp->snd_una;
 	if (!queued || unsent >= queued)
 		return wmem;
 	return wmem * unsent / queued;
@@ -419,7 +425,9 @@ static __always_inline int socket_count(struct sock_charge *sc, bool counted, bo
 static __always_inline int socket_count_update(struct sock_charge *sc, const struct tcp_sock *tp,
 					       bool limited)
 {
-	return socket_count(sc, limited, limited && tp->bytes_sent > 0);
+	/* Once a writer, always one: bytes_sent is read only until then. */
+	return socket_count(sc, limited, limited && ((sc->enforce.flags & TCPBUF_SE_SENDER) ||
+						     tp->bytes_sent > 0));
 }
 
 /* First sight of a socket: remember what its application chose itself. */
@@ -552,11 +560,12 @@ static __always_inline void caps_far_note(const struct tcp_sock *tp, struct sock
 					  const struct caps *c)
 {
 	if (c->limited && c->state == TCPBUF_STATE_NORMAL &&
-	    c->snd >= 2 * (__s64)sndbuf_ceiling && c->rcv >= 2 * (__s64)rcvbuf_ceiling)
+	    c->snd >= 2 * (__s64)sndbuf_ceiling && c->rcv >= 2 * (__s64)rcvbuf_ceiling) {
 		se->flags |= TCPBUF_SE_FAR;
-	else
+		se->eval_us = (__u32)tp->tcp_mstamp;	/* read only for FAR */
+	} else {
 		se->flags &= ~TCPBUF_SE_FAR;
-	se->eval_us = (__u32)tp->tcp_mstamp;
+	}
 }
 
 /* Whether a per-segment callback may skip the full pass (see above). */
