@@ -13,8 +13,12 @@
  *      shows every socket's entry without TCPBUF_SE_LIMITED;
  *   2. one idle connection more (4 sockets): near. The ingress link and the
  *      samplers appear, and the sweep arms all four sockets;
- *   3. both closed: far again, the links go (a second after the daemon
- *      reads that: enforce.c, NEAR_HOLD_MS);
+ *   2b. the idle connection closed and the limits raised fourfold: far,
+ *      and the bulk connection's sockets are released at their next
+ *      segment (unarmed, sk_sndbuf back where autotuning stops, as in 1);
+ *      the limits go back;
+ *   3. the bulk connection closed: far again, the links go (a second after
+ *      the daemon reads that: enforce.c, NEAR_HOLD_MS);
  *   4. two connections opened and closed 20 times, near and far each
  *      time: the links are made once, not every time, and go after;
  *   5. the same once while the daemon is stopped (SIGSTOP): it reads the
@@ -96,7 +100,7 @@ int main(void)
 	long snd_set_max = 2 * sysctl_field("/proc/sys/net/core/wmem_max", 0);
 	long rcv_set_max = 2 * sysctl_field("/proc/sys/net/core/rmem_max", 0);
 	int sampled;
-	struct bufs_summary far, near;
+	struct bufs_summary far, near, released;
 	struct xload *bulk, *idle;
 	struct armed a;
 	int64_t b = sock_bound_pages();
@@ -164,12 +168,35 @@ int main(void)
 	EXPECT_LE(near.rcv_max, rcv_set_max);
 	EXPECT_GE(daemon_log_wait("per-segment enforcement on", 1, 3000), 1);
 
+	/* 2b. Far by a change of limits, with the bulk connection running: its
+	 * sockets, which keep receiving segments, are released at the next
+	 * one (sizes back to what SO_*BUF gives at most, entries unarmed). The
+	 * idle connection goes first: with no segment it would stay armed. */
+	xload_close(idle);
+	idle = NULL;
+	limits_write(cg, 32 * b, 32 * b, 24 * b, 12 * b);
+	ASSERT_OK(daemon_reload_until(cg, 32 * b, 5000));
+	for (double end = now_sec() + 5; now_sec() < end; msleep(50)) {
+		a = armed_count(cg);
+		if (a.entries == 2 && a.armed == 0)
+			break;
+	}
+	ASSERT_OK(bufs_summary(cg, 0, &released));
+	test_log("far by limits: %d of %d entries armed; sndbuf %u..%u", a.armed, a.entries,
+		 released.snd_min, released.snd_max);
+	EXPECT_EQ(a.entries, 2);
+	EXPECT_EQ(a.armed, 0);
+	/* As the kernel sized them while far (step 1): where autotuning
+	 * stops. */
+	EXPECT_EQ(released.snd_min, far.snd_max);
+	limits_write(cg, 8 * b, 8 * b, 6 * b, 3 * b);
+	ASSERT_OK(daemon_reload_until(cg, 8 * b, 5000));
+
 	/* 3. Far again. */
 	ASSERT_OK(xload_quiesce(bulk));
 	ASSERT_OK(xload_finish(bulk, 60000, msg, sizeof(msg)) == 0 ? 0 : (test_log("%s", msg), -1));
 	test_log("bulk connection: %s", msg);
 	xload_close(bulk);
-	xload_close(idle);
 	EXPECT_TRUE(wait_pinned(ingress, 0, 10000));
 	EXPECT_TRUE(wait_pinned("send_length", 0, 10000));
 	EXPECT_GE(daemon_log_wait("per-segment enforcement off", 1, 10000), 1);
