@@ -150,15 +150,22 @@ static __always_inline void caps_level(struct caps *c, const struct cgroup_limit
 		 * pressure: crossing it must stop growth at once, as the
 		 * kernel's synchronous tcp_mem check does, so nothing may be
 		 * granted beyond it. */
-		__s64 target = state == TCPBUF_STATE_NORMAL && l->pressure_pages ?
-			       l->pressure_pages : l->max_pages;
+		bool to_pressure = state == TCPBUF_STATE_NORMAL && l->pressure_pages;
+		__s64 target = to_pressure ? l->pressure_pages : l->max_pages - reserve;
 		__s64 share;
 
-		if (target == (__s64)l->max_pages)
-			target -= reserve;
 		share = headroom_share(target, used, n) - chunk;
 
 		snd = share > 0 ? unsent + share : 0;
+		/* Below pressure, never less than two skbs: with one in flight
+		 * the receiver acknowledges it only when its delayed-ACK timer
+		 * fires (it answers every second full segment), and a stream
+		 * crawled at 1.6-2.4 MB/s (2.6 GB/s unlimited) under a
+		 * pressure threshold smaller than its traffic. Pressure
+		 * crossed by that much per writer is what pressure, entered
+		 * then, is for. */
+		if (to_pressure)
+			snd = max_s64(snd, 2 * chunk);
 		/* Receive guard: a peer may send what the window promises,
 		 * the free receive space. Keeping that within the socket's
 		 * share of the headroom to max makes a stall close windows
