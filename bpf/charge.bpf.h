@@ -236,26 +236,27 @@ static __always_inline void charge_one_cgroup(__u64 id, __u32 level, __s64 pages
 }
 
 /*
- * Read the socket's ancestry into its entry, once. levels, written last with
- * an atomic (a full barrier), says the rest is there: it shares the line a
- * charge reads anyway, where cgroup_id does not. Two CPUs filling the same
- * entry write the same values. A socket of the root cgroup has no level to
- * charge and is read again each time: a few loads, for sockets no limit can
- * concern. Plain loads: every program here hands us the socket as a BTF
- * pointer, and a probe read costs a helper call and a fault-checked copy
- * each, four per level. The parent is reached through the parent css's own
- * cgroup pointer, which the verifier can type (it will not take a css
- * pointer for the struct cgroup that starts with it).
+ * Read the socket's ancestry into its entry, once. levels, set with an
+ * atomic (a full barrier) after the ids, says they are there: it shares the
+ * line a charge reads anyway. A socket of the root cgroup has no level to
+ * charge (levels stays 0): cgroup_id, set last the same way, says its entry
+ * was read too, so it is not read again at every charge. Two CPUs filling
+ * the same entry write the same values. Plain loads: every program here
+ * hands us the socket as a BTF pointer, and a probe read costs a helper call
+ * and a fault-checked copy each, four per level. The parent is reached
+ * through the parent css's own cgroup pointer, which the verifier can type
+ * (it will not take a css pointer for the struct cgroup that starts with it).
  */
 static __always_inline void sock_ancestry_fill(struct sock_charge *sc, const struct sock *sk)
 {
 	struct cgroup *cg = sk_cgroup(sk);
 	struct cgroup_subsys_state *parent;
+	__u64 own;
 	int i;
 
 	if (!cg)
 		return;
-	sc->cgroup_id = cg->kn->id;
+	own = cg->kn->id;
 	sc->level = cg->level;
 	for (i = 0; i < TCPBUF_MAX_DEPTH; i++) {
 		if (cg->level <= 0)
@@ -270,6 +271,7 @@ static __always_inline void sock_ancestry_fill(struct sock_charge *sc, const str
 	}
 	if (i)
 		__sync_val_compare_and_swap(&sc->levels, 0, i);
+	__sync_val_compare_and_swap(&sc->cgroup_id, 0, own);
 }
 
 static __always_inline struct sock_charge *sock_charge_get(struct sock *sk, bool create)
@@ -278,7 +280,8 @@ static __always_inline struct sock_charge *sock_charge_get(struct sock *sk, bool
 
 	sc = bpf_sk_storage_get(&sock_charge, sk, NULL,
 				create ? BPF_SK_STORAGE_GET_F_CREATE : 0);
-	if (sc && !sc->levels)
+	/* cgroup_id is on a line of its own: read only while levels is 0. */
+	if (sc && !sc->levels && !sc->cgroup_id)
 		sock_ancestry_fill(sc, sk);
 	return sc;
 }

@@ -359,9 +359,9 @@ static __always_inline __u32 near_update(__u64 id, struct tcpbuf_cgroup_sockets 
 		return new;
 	/* The daemon is woken only where it has to act at once: to link what
 	 * near cgroups need, or to sweep sockets other than this one (which
-	 * arms itself). Far, it waits a second before
-	 * unlinking anyway. The rest it reads at its next wake-up or poll: a
-	 * connection per request would otherwise wake it twice a connection.
+	 * arms itself). Far, it waits a second before unlinking anyway. The
+	 * rest it reads at its next wake-up or poll: a connection per request
+	 * would otherwise wake it twice a connection.
 	 * Woken by force: the ring buffer's adaptive wake-up stays silent
 	 * while an event not woken for is still unread. */
 	if (new && (!near_linked() || cs->sockets > 1))

@@ -88,7 +88,7 @@ struct sock_enforce {
 	__s32 user_rcvbuf;	/* sk_rcvbuf the application chose (if locked) */
 	__s32 set_sndbuf;	/* sk_sndbuf as tcpbufd last set it */
 	__s32 set_rcvbuf;	/* sk_rcvbuf as tcpbufd last set it */
-	__u32 eval_us;		/* tcp_mstamp (low 32 bits) when its caps were last computed */
+	__u32 eval_us;		/* tcp_mstamp (low 32 bits) when its caps were last found far */
 };
 
 /*
@@ -116,8 +116,8 @@ struct sock_charge {
 	__u32 levels;		/* entries in ancestors[] */
 	__u32 level;		/* level of the socket's own cgroup (ancestors[0]) */
 	__u64 ancestors[TCPBUF_MAX_DEPTH];
-	/* The cgroup charged (the socket's own), written last: the rest of
-	 * the ancestry is there once it is set. */
+	/* The cgroup charged (the socket's own), written last: once it is
+	 * set, so is the rest (levels 0: a socket of the root cgroup). */
 	__u64 cgroup_id;
 };
 
