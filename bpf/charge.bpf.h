@@ -85,21 +85,16 @@ static __always_inline bool near_linked(void)
  * Room kept back below max for the skb each writer of the subtree may start
  * when its queue empties, whatever its sk_sndbuf (TCP forces memory for the
  * first skb of an empty send queue): one 64 KiB skb per writer counted in
- * cgroup_sockets, at most a quarter of max so a subtree of many writers
+ * the cgroup's entry, at most a quarter of max so a subtree of many writers
  * still receives. Max is in effect reached that much earlier.
  */
-static __always_inline __s64 sender_reserve_of(const struct tcpbuf_cgroup_sockets *cs,
-					       const struct cgroup_limits *l)
+static __always_inline __s64 sender_reserve_of(const struct cgroup_usage *u)
 {
-	__s64 r = cs && cs->senders > 0 ? cs->senders * TCPBUF_SENDER_RESERVE_PAGES : 0;
-	__s64 quarter = l->max_pages >> 2;
+	__s64 senders = u->established.senders;
+	__s64 r = senders > 0 ? senders * TCPBUF_SENDER_RESERVE_PAGES : 0;
+	__s64 quarter = u->limits.max_pages >> 2;
 
 	return r < quarter ? r : quarter;
-}
-
-static __always_inline __s64 sender_reserve_pages(__u64 id, const struct cgroup_limits *l)
-{
-	return sender_reserve_of(bpf_map_lookup_elem(&cgroup_sockets, &id), l);
 }
 
 /* Usage below which the writers' reserve (at most max/4) cannot matter,
@@ -109,15 +104,15 @@ static __always_inline __s64 reserve_point(__s64 max)
 	return max - (max >> 2) - (max >> 6) - 16;
 }
 
-/* Max as ingress applies it: less the writers' reserve. Looked up only when
- * usage is near enough for the reserve to matter. */
-static __always_inline __s64 max_effective(__u64 id, const struct cgroup_limits *l, __s64 now)
+/* Max as ingress applies it, at usage @now: less the writers' reserve, where
+ * that can matter. */
+static __always_inline __s64 max_effective(const struct cgroup_usage *u, __s64 now)
 {
-	__s64 max = l->max_pages;
+	__s64 max = u->limits.max_pages;
 
 	if (now < reserve_point(max))
 		return max;
-	return max - sender_reserve_pages(id, l);
+	return max - sender_reserve_of(u);
 }
 
 /*
@@ -188,7 +183,7 @@ static __always_inline void cgroup_state_update(__u64 id, struct cgroup_usage *u
 			__sync_bool_compare_and_swap(&usage->state, old, TCPBUF_STATE_NORMAL);
 		return;
 	}
-	new = cgroup_next_state(old, now, l->max_pages ? max_effective(id, l, now) : 0, l,
+	new = cgroup_next_state(old, now, l->max_pages ? max_effective(usage, now) : 0, l,
 				&crossed);
 	if (new == old || !__sync_bool_compare_and_swap(&usage->state, old, new))
 		return;
@@ -210,16 +205,20 @@ static __always_inline void cgroup_state_update(__u64 id, struct cgroup_usage *u
 	bpf_ringbuf_submit(ev, BPF_RB_FORCE_WAKEUP);
 }
 
-static __always_inline void charge_one_cgroup(__u64 id, __u32 level, __s64 pages,
+/* The cgroup at ancestors[@i] of the socket whose entry is @sc. */
+static __always_inline void charge_one_cgroup(const struct sock_charge *sc, __u32 i, __s64 pages,
 					      __s64 sockets, bool enforce)
 {
-	struct cgroup_usage *usage, fresh = { .level = level };
+	struct cgroup_usage *usage, fresh = {};
+	__u64 id = sc->ancestors[i & (TCPBUF_MAX_DEPTH - 1)];
 	__s64 now;
 
 	usage = bpf_map_lookup_elem(&cgroup_usage, &id);
 	if (!usage) {
 		if (pages <= 0)
 			return; /* never create an entry to uncharge from */
+		/* Read only here: level is past the entry's first line. */
+		fresh.level = sc->level - i;
 		bpf_map_update_elem(&cgroup_usage, &id, &fresh, BPF_NOEXIST);
 		usage = bpf_map_lookup_elem(&cgroup_usage, &id);
 		if (!usage)
@@ -300,7 +299,7 @@ static long charge_level(__u64 i, void *ctx)
 
 	if (i >= TCPBUF_MAX_DEPTH || i >= sc->levels)
 		return 1;
-	charge_one_cgroup(sc->ancestors[i], sc->level - i, w->pages, w->sockets, w->enforce);
+	charge_one_cgroup(sc, i, w->pages, w->sockets, w->enforce);
 	return 0;
 }
 

@@ -8,8 +8,8 @@
  *   sweep            iter/tcp: caps for every existing socket, run by the
  *                    daemon right after a state change
  *   limits_refresh   iter/bpf_map_elem: each usage entry's copy of its
- *                    cgroup's limits and its state after a change of limits
- *   near_refresh     iter/bpf_map_elem: near or far after a change of limits
+ *                    cgroup's limits, its state and near or far after a
+ *                    change of limits
  *   sendmsg_sample   sampled mode only: keeps a limited socket's usage fresh
  *                    while tcp_sendmsg queues
  * The state machine itself runs where usage changes (charge.bpf.h); the
@@ -263,7 +263,7 @@ static long ingress_walk_level(__u64 i, void *ctx)
 		return 0;
 	l = &u->limits;
 	want = u->usage_pages + w->pages;
-	max = max_effective(id, l, want);
+	max = max_effective(u, want);
 	if (want > max) {
 		/* A socket with nothing queued still gets the segment, up to
 		 * a small slack past max (the kernel forces memory for an
@@ -318,7 +318,8 @@ static __always_inline bool tcp_would_queue(struct sock *sk, const struct tcp_so
  * mode the kernel's charge does. This keeps ingress at a few lookups per
  * segment everywhere but right under max, in pressure too.
  */
-static __always_inline bool ingress_near_max(const struct sock_charge *sc, __s64 extra)
+static __always_inline bool ingress_near_max(const struct sock_charge *sc, __u32 levels,
+					     __s64 extra)
 {
 	__u32 n = sc->levels;
 	int i;
@@ -329,6 +330,8 @@ static __always_inline bool ingress_near_max(const struct sock_charge *sc, __s64
 
 		if (i >= n)
 			break;
+		if (!(levels & (1U << i)))
+			continue;
 		id = sc->ancestors[i];
 		/* The entry's copy of the limits: one lookup per level. */
 		u = bpf_map_lookup_elem(&cgroup_usage, &id);
@@ -363,6 +366,7 @@ static __always_inline __s64 footprint_with_pages(const struct sock *sk, __s64 b
 
 static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 {
+	struct tcpbuf_enforce_ctl *ctl = enforce_ctl_get();
 	struct bpf_sock *bsk = skb->sk;
 	struct ingress_walk w = {};
 	struct sock_charge *sc;
@@ -370,10 +374,10 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 	struct sock *sk;
 	__s64 uncharged = 0, with = 0;
 	__u32 seq = 0;
-	bool near_max;
+	bool near_max, stale;
 	int len;
 
-	if (!bsk || !limits_present())
+	if (!bsk || !ctl || !ctl->limited_cgroups)
 		return 1;
 	tp = bpf_skc_to_tcp_sock(bsk);	/* full TCP sockets only */
 	if (!tp)
@@ -394,7 +398,10 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 		with = footprint_with_pages(sk, truesize + sk->sk_backlog.len);
 		uncharged = with - sc->charged_pages;
 	}
-	near_max = ingress_near_max(sc, uncharged > 0 ? uncharged : 0);
+	/* The levels its last caps walk found limited (armed sockets have
+	 * one at every segment). */
+	near_max = ingress_near_max(sc, limited_levels_of(sc, ctl, &stale),
+				    uncharged > 0 ? uncharged : 0);
 	/* Nothing to refuse and nothing to charge: the common case of
 	 * request/response traffic, a few lookups. */
 	if (!near_max && uncharged <= 0)
@@ -585,19 +592,30 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 /*
  * Run by the daemon over cgroup_usage after a change of limits, before the
  * sweep: each entry's copy of its cgroup's limits (what charges move the
- * state against), then the cgroup's state under them, once per cgroup (a
- * change of limits moves no usage, so no charge would). After state changes
- * the states are fresh: the charges that moved usage evaluated them.
+ * state against), then the cgroup's state and near or far under them, once
+ * per cgroup (a change of limits moves no usage and no socket count, so
+ * nothing else would). After state changes the states are fresh: the
+ * charges that moved usage evaluated them.
  */
 SEC("iter/bpf_map_elem")
 int limits_refresh(struct bpf_iter__bpf_map_elem *ctx)
 {
 	struct cgroup_limits *l, none = {};
+	struct tcpbuf_enforce_ctl *ctl;
+	struct cgroup_sockets *cs;
 	struct cgroup_usage *u;
 	__u64 *key = ctx->key, id;
+	__u32 gen, old, new;
 
-	if (!key)
+	if (!key) {
+		/* The end: every socket's limited_levels is read anew. */
+		ctl = enforce_ctl_get();
+		if (ctl) {
+			gen = ctl->limits_gen + 1;
+			ctl->limits_gen = (__u16)gen ? gen : gen + 1;
+		}
 		return 0;
+	}
 	id = *key;	/* lookups want the key on the stack */
 	u = bpf_map_lookup_elem(&cgroup_usage, &id);
 	if (!u)
@@ -605,35 +623,12 @@ int limits_refresh(struct bpf_iter__bpf_map_elem *ctx)
 	l = bpf_map_lookup_elem(&cgroup_limits, &id);
 	u->limits = l ? *l : none;
 	cgroup_state_update(id, u, u->usage_pages);
-	return 0;
-}
-
-/*
- * Run by the daemon over cgroup_sockets after a change of limits, before the
- * sweep: near or far under the new thresholds (far without limits). Changes
- * of a cgroup's socket count do this where they happen (near_update()).
- */
-SEC("iter/bpf_map_elem")
-int near_refresh(struct bpf_iter__bpf_map_elem *ctx)
-{
-	struct tcpbuf_cgroup_sockets *cs;
-	struct cgroup_limits *l;
-	__u64 *key = ctx->key, id;
-	__u32 old, new = 0;
-
-	if (!key)
-		return 0;
-	/* The map's own value pointer, for the compare-and-swap; the key on
-	 * the stack, as lookups want it. */
-	id = *key;
-	cs = bpf_map_lookup_elem(&cgroup_sockets, &id);
-	if (!cs)
-		return 0;
+	/* Near or far under them (far without limits); changes of the socket
+	 * count decide where they happen (near_update()). */
+	cs = &u->established;
 	old = cs->near;
-	l = bpf_map_lookup_elem(&cgroup_limits, &id);
-	if (l)
-		new = tcpbuf_near_next(old, cs->sockets, sock_bound_pages, l->pressure_pages,
-				       l->max_pages);
+	new = l ? tcpbuf_near_next(old, cs->sockets, sock_bound_pages, l->pressure_pages,
+				   l->max_pages) : 0;
 	if (new != old)
 		__sync_bool_compare_and_swap(&cs->near, old, new);
 	return 0;

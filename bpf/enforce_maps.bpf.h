@@ -25,13 +25,4 @@ struct {
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } enforce_events SEC(".maps");
 
-/* Sockets and writers of limited subtrees, per cgroup (tcpbuf_enforce.h). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, TCPBUF_MAX_CGROUPS);
-	__type(key, __u64);
-	__type(value, struct tcpbuf_cgroup_sockets);
-	__uint(pinning, LIBBPF_PIN_BY_NAME);
-} cgroup_sockets SEC(".maps");
-
 #endif /* TCPBUF_ENFORCE_MAPS_BPF_H */

@@ -110,15 +110,14 @@ static __always_inline __s64 pressure_fair_share(const struct cgroup_limits *l, 
 	return max_s64(band * TCPBUF_PAGE_SIZE / (__u64)(n > 0 ? n : 1), buf_floor);
 }
 
-/* The sockets shares are divided among: the subtree's established sockets
- * (cgroup_sockets), or while those are not counted yet (limits just set,
- * no sweep yet), the sockets holding memory. */
-static __always_inline __s64 subtree_sockets(const struct cgroup_usage *u,
-					     const struct tcpbuf_cgroup_sockets *cs)
+/* The sockets shares are divided among: the subtree's established sockets,
+ * or while those are not counted yet (limits just set, no sweep yet), the
+ * sockets holding memory. */
+static __always_inline __s64 subtree_sockets(const struct cgroup_usage *u)
 {
-	__s64 held = u ? u->sockets : 0;
+	__s64 held = u->sockets, counted = u->established.sockets;
 
-	return cs && cs->sockets > held ? cs->sockets : held;
+	return counted > held ? counted : held;
 }
 
 /* This socket's share of the headroom between @used and @target pages,
@@ -131,13 +130,12 @@ static __always_inline __s64 headroom_share(__s64 target, __s64 used, __s64 n)
 }
 
 /* The caps one limited ancestor imposes. */
-static __always_inline void caps_level(struct caps *c, const struct cgroup_limits *l,
-				       const struct cgroup_usage *u,
-				       const struct tcpbuf_cgroup_sockets *cs, __s64 reserve,
+static __always_inline void caps_level(struct caps *c, const struct cgroup_usage *u,
 				       __s64 unsent, __s64 rmem, __s64 chunk)
 {
-	__s64 used = u ? u->usage_pages : 0, n = subtree_sockets(u, cs);
-	__u32 state = u ? u->state : TCPBUF_STATE_NORMAL;
+	const struct cgroup_limits *l = &u->limits;
+	__s64 used = u->usage_pages, n = subtree_sockets(u), reserve = sender_reserve_of(u);
+	__u32 state = u->state;
 	__s64 snd = CAP_NONE, rcv = CAP_NONE;
 
 	c->limited = true;
@@ -242,33 +240,58 @@ static __always_inline bool walk_level(struct ancestry *a, __u64 i, __u64 *id)
 	return true;
 }
 
+/*
+ * The levels a walk for limits looks up: those the socket's entry says were
+ * limited, if it read them at the limits' current generation; else all,
+ * and *@stale says to note what the walk finds (limited_levels_note()).
+ */
+static __always_inline __u32 limited_levels_of(const struct sock_charge *sc,
+					       const struct tcpbuf_enforce_ctl *ctl, bool *stale)
+{
+	union sock_limited_levels ll = { .word = sc ? sc->limited.word : 0 };
+
+	*stale = !ll.gen || ll.gen != (__u16)ctl->limits_gen;
+	return *stale ? 0xffff : ll.mask;
+}
+
+static __always_inline void limited_levels_note(struct sock_charge *sc,
+						const struct tcpbuf_enforce_ctl *ctl, __u32 found)
+{
+	union sock_limited_levels ll = { .mask = found, .gen = ctl->limits_gen };
+
+	if (sc)
+		sc->limited.word = ll.word;
+}
+
 struct caps_walk {
 	struct ancestry a;
 	__s64 unsent, rmem, chunk;
 	struct caps c;
 	__u32 near;	/* some limited level is near (tcpbuf_near_next()) */
+	__u32 levels;	/* limited_levels_of() */
+	__u32 found;	/* the levels that are limited */
 };
 
 static long caps_walk_level(__u64 i, void *ctx)
 {
 	struct caps_walk *w = ctx;
-	struct tcpbuf_cgroup_sockets *cs;
 	struct cgroup_usage *u;
+	__u32 bit = 1U << (i & (TCPBUF_MAX_DEPTH - 1));
 	__u64 id;
 
 	if (!walk_level(&w->a, i, &id))
 		return 1;
-	/* Usage, state and limits (its copy) in one lookup. */
+	if (!(w->levels & bit))
+		return !(w->levels >> (i & (TCPBUF_MAX_DEPTH - 1)));	/* none above */
+	/* Usage, state, limits (its copy) and socket counts in one lookup. */
 	u = bpf_map_lookup_elem(&cgroup_usage, &id);
 	if (!usage_limited(u))
 		return 0;
-	cs = bpf_map_lookup_elem(&cgroup_sockets, &id);
-	caps_level(&w->c, &u->limits, u, cs, sender_reserve_of(cs, &u->limits), w->unsent,
-		   w->rmem, w->chunk);
+	w->found |= bit;
+	caps_level(&w->c, u, w->unsent, w->rmem, w->chunk);
 	/* Or-ed in, never branched on: the verifier checks the callback
 	 * once, whatever the flag holds. */
-	if (cs)
-		w->near |= cs->near;
+	w->near |= u->established.near;
 	return 0;
 }
 
@@ -311,18 +334,23 @@ static __always_inline bool ancestry_has_limits(struct sock *sk, const struct so
  * branched on with the rest, multiplied the verifier's states past its
  * budget.) */
 static __always_inline bool caps_compute(struct sock *sk, const struct tcp_sock *tp,
-					 const struct sock_charge *sc, struct caps *c)
+					 struct sock_charge *sc, struct caps *c)
 {
+	struct tcpbuf_enforce_ctl *ctl = enforce_ctl_get();
 	struct caps_walk w = {
 		.unsent = unsent_bytes(sk, tp),
 		.rmem = sk->sk_backlog.rmem_alloc.counter,
 		.chunk = send_chunk_bytes(tp),
 		.c = { .snd = CAP_NONE, .rcv = CAP_NONE, .state = TCPBUF_STATE_NORMAL },
 	};
+	bool stale;
 
-	if (limits_present()) {
+	if (ctl && ctl->limited_cgroups) {
 		ancestry_init(&w.a, sk, sc);
+		w.levels = limited_levels_of(sc, ctl, &stale);
 		bpf_loop(TCPBUF_MAX_DEPTH, caps_walk_level, &w, 0);
+		if (stale)
+			limited_levels_note(sc, ctl, w.found);
 	}
 	*c = w.c;
 	return w.near != 0;
@@ -338,18 +366,19 @@ struct count_walk {
  * limits)? A change is told to the daemon, which links what near cgroups
  * need and sweeps the subtree: that arms (or releases) its other sockets;
  * the one that made the change arms itself (sockops_run()). */
-static __always_inline __u32 near_update(__u64 id, struct tcpbuf_cgroup_sockets *cs)
+static __always_inline __u32 near_update(__u64 id, struct cgroup_usage *u)
 {
+	struct cgroup_sockets *cs = &u->established;
 	__u64 wakeup = BPF_RB_NO_WAKEUP;
 	struct tcpbuf_state_event *ev;
-	struct cgroup_limits *l;
 	__u32 old = cs->near, new;
 
-	l = bpf_map_lookup_elem(&cgroup_limits, &id);
-	if (!l)
+	/* The entry's copy of the limits (limits_refresh decides anew after
+	 * a change of them). */
+	if (!usage_limited(u))
 		return 0;
-	new = tcpbuf_near_next(old, cs->sockets, sock_bound_pages, l->pressure_pages,
-			       l->max_pages);
+	new = tcpbuf_near_next(old, cs->sockets, sock_bound_pages, u->limits.pressure_pages,
+			       u->limits.max_pages);
 	if (new == old)
 		return new;
 	if (!__sync_bool_compare_and_swap(&cs->near, old, new))
@@ -380,26 +409,27 @@ static __always_inline __u32 near_update(__u64 id, struct tcpbuf_cgroup_sockets 
 
 static long count_walk_level(__u64 i, void *ctx)
 {
-	struct tcpbuf_cgroup_sockets *cs, zero = {};
 	struct count_walk *w = ctx;
+	struct cgroup_usage *u, fresh = {};
 	__u64 id;
 
 	if (!walk_level(&w->a, i, &id))
 		return 1;
-	cs = bpf_map_lookup_elem(&cgroup_sockets, &id);
-	if (!cs && (w->sockets > 0 || w->senders > 0)) {
-		bpf_map_update_elem(&cgroup_sockets, &id, &zero, BPF_NOEXIST);
-		cs = bpf_map_lookup_elem(&cgroup_sockets, &id);
+	u = bpf_map_lookup_elem(&cgroup_usage, &id);
+	if (!u && (w->sockets > 0 || w->senders > 0)) {
+		fresh.level = w->a.sc->level - i;
+		bpf_map_update_elem(&cgroup_usage, &id, &fresh, BPF_NOEXIST);
+		u = bpf_map_lookup_elem(&cgroup_usage, &id);
 	}
-	if (!cs)
+	if (!u)
 		return 0;
 	if (w->sockets)
-		__sync_fetch_and_add(&cs->sockets, w->sockets);
+		__sync_fetch_and_add(&u->established.sockets, w->sockets);
 	if (w->senders)
-		__sync_fetch_and_add(&cs->senders, w->senders);
+		__sync_fetch_and_add(&u->established.senders, w->senders);
 	/* An unknown value, not a constant: the verifier then checks this
 	 * callback once, not once per value the caller's flag could hold. */
-	w->near |= near_update(id, cs);
+	w->near |= near_update(id, u);
 	return 0;
 }
 

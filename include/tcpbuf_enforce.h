@@ -14,6 +14,11 @@
 struct tcpbuf_enforce_ctl {
 	__u32 limited_cgroups;	/* cgroups with an entry in cgroup_limits */
 	__u32 near_linked;	/* the daemon has what near cgroups need linked */
+	/* Bumped (never to 0) by limits_refresh each time usage entries took
+	 * their cgroups' limits anew: a socket's limited_levels read at an
+	 * older generation is read again. The daemon leaves it as it is. */
+	__u32 limits_gen;
+	__u32 pad;
 };
 
 /* Map "sweep_targets" (hash, key: cgroup id; the daemon's, not pinned): the
@@ -42,23 +47,6 @@ struct tcpbuf_state_event {
 
 #define TCPBUF_EVENT_STATE	0	/* normal / pressure / max */
 #define TCPBUF_EVENT_NEAR	1	/* the cgroup became near or far (below) */
-
-/*
- * Map "cgroup_sockets" (hash, key: cgroup id): the established sockets of
- * limited subtrees, counted at every ancestor level, maintained from
- * sock_ops (established, closed) and the sweep.
- *  - sockets: fair shares and headroom shares are divided among them (all
- *    of them, idle ones too: an idle socket may start writing any time);
- *  - senders: those that have sent data. Each may start one skb past any
- *    sk_sndbuf once its queue empties (TCP forces memory for the first skb
- *    of an empty send queue), so that much room is kept below max.
- */
-struct tcpbuf_cgroup_sockets {
-	__s64 sockets;
-	__s64 senders;
-	__u32 near;	/* see tcpbuf_near_next() */
-	__u32 pad;
-};
 
 /*
  * Near and far. The kernel bounds what one socket can hold whatever anyone

@@ -59,7 +59,6 @@ struct enforcer {
 	size_t n_ingress, ingress_cap;
 	struct enforce_cgroup *tops;	/* topmost limited cgroups in the scope (own paths) */
 	size_t n_tops, tops_cap;
-	struct bpf_link *near_link;	/* near_refresh over cgroup_sockets */
 	struct bpf_link *limits_link;	/* limits_refresh over cgroup_usage */
 	int near;		/* some limited cgroup is near: 1, none: 0, unknown: -1 */
 	unsigned limited;	/* cgroups with limits, as enforce_ctl has it */
@@ -543,18 +542,15 @@ static int iter_run(struct bpf_link *link)
 	return n;
 }
 
-/* @all: every socket (limits changed), after every usage entry took its
- * cgroup's limits and state anew; else the sockets tcpbufd sizes, only those
- * under sweep_targets when @targeted. */
+/* @all: every socket (limits changed: limits_refresh ran before); else the
+ * sockets tcpbufd sizes, only those under sweep_targets when @targeted. */
 static int sweep(struct enforcer *e, bool all, bool targeted)
 {
-	int n = 0;
+	int n;
 
-	if (all)
-		n = iter_run(e->limits_link);
 	e->skel->bss->sweep_all = all;
 	e->skel->bss->sweep_targeted = targeted;
-	n = iter_run(e->sweep_link) ?: n;
+	n = iter_run(e->sweep_link);
 	if (n)
 		log_warn("enforcement sweep failed: %s", strerror(-n));
 	return n;
@@ -673,23 +669,6 @@ static int usage_entries_make(struct enforcer *e, const struct enforce_cgroup *c
 	return err;
 }
 
-/* Socket counts of cgroups whose sockets are all gone (BPF never deletes
- * entries, to avoid racing with a concurrent increment). */
-static void sockets_prune(struct enforcer *e)
-{
-	int fd = bpf_map__fd(e->skel->maps.cgroup_sockets);
-	struct tcpbuf_cgroup_sockets cs;
-	__u64 key, next, *prev = NULL;
-
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		if (!bpf_map_lookup_elem(fd, &next, &cs) && cs.sockets <= 0 && cs.senders <= 0 &&
-		    !bpf_map_delete_elem(fd, &next))
-			continue;	/* restart from the same predecessor */
-		key = next;
-		prev = &key;
-	}
-}
-
 /* ---------------------------------------------------- topmost cgroups */
 
 /*
@@ -804,31 +783,31 @@ static int ingress_sync(struct enforcer *e)
 
 static int ctl_update(struct enforcer *e, unsigned limited, bool near_linked)
 {
-	struct tcpbuf_enforce_ctl ctl = { .limited_cgroups = limited, .near_linked = near_linked };
+	int fd = bpf_map__fd(e->skel->maps.enforce_ctl);
+	struct tcpbuf_enforce_ctl ctl = {};
 	__u32 zero = 0;
 
 	e->limited = limited;
-	if (bpf_map_update_elem(bpf_map__fd(e->skel->maps.enforce_ctl), &zero, &ctl, BPF_ANY))
+	/* limits_gen is limits_refresh's, which only we run: kept as it is. */
+	if (bpf_map_lookup_elem(fd, &zero, &ctl))
+		return -errno;
+	ctl.limited_cgroups = limited;
+	ctl.near_linked = near_linked;
+	if (bpf_map_update_elem(fd, &zero, &ctl, BPF_ANY))
 		return -errno;
 	return 0;
 }
 
 /* ---------------------------------------------------------- near, far */
 
-/* Near or far under the limits as they are now (near_refresh). */
-static int near_refresh(struct enforcer *e)
-{
-	return iter_run(e->near_link);
-}
-
 static bool near_any(struct enforcer *e)
 {
-	int fd = bpf_map__fd(e->skel->maps.cgroup_sockets);
-	struct tcpbuf_cgroup_sockets cs;
+	int fd = bpf_map__fd(e->skel->maps.cgroup_usage);
+	struct cgroup_usage u;
 	__u64 key, next, *prev = NULL;
 
 	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		if (!bpf_map_lookup_elem(fd, &next, &cs) && cs.near)
+		if (!bpf_map_lookup_elem(fd, &next, &u) && u.established.near)
 			return true;
 		key = next;
 		prev = &key;
@@ -869,17 +848,18 @@ static int near_links(struct enforcer *e, bool on)
 #define LIMITS_TARGETS_MAX	256
 
 /*
- * After a change of limits or of the limited set: near or far anew, then the
+ * After a change of limits or of the limited set: every usage entry takes its
+ * cgroup's limits, state and near or far anew (limits_refresh), then the
  * sockets under the @n cgroups @ids whose limits changed to their caps (armed
- * or released), once every usage entry has its cgroup's limits and state
- * anew; every socket when @tree cannot name those cgroups or they are many.
+ * or released); every socket when @tree cannot name those cgroups or they are
+ * many.
  * What runs per segment goes on before the sweep arms sockets, and off after
  * it released them.
  */
 static int near_and_sweep(struct enforcer *e, const struct cgroup_tree *tree, const uint64_t *ids,
 			  size_t n)
 {
-	int err = near_refresh(e);
+	int err = iter_run(e->limits_link);
 	bool on = near_any(e);
 
 	if (on)
@@ -912,9 +892,7 @@ int enforce_set_limited(struct enforcer *e, const struct enforce_cgroup *cgs, si
 	err = ctl_update(e, n, e->near == 1) ?: err;
 	err = near_and_sweep(e, tree, changed, n_changed) ?: err;
 	free(changed);
-	err = ingress_sync(e) ?: err;	/* the set of topmost cgroups changed */
-	sockets_prune(e);
-	return err;
+	return ingress_sync(e) ?: err;	/* the set of topmost cgroups changed */
 }
 
 int enforce_add_limited(struct enforcer *e, const struct enforce_cgroup *cgs, size_t n,
@@ -949,8 +927,7 @@ int enforce_forget(struct enforcer *e, uint64_t id, unsigned limited)
 	err = ctl_update(e, limited, e->near == 1);
 	limits_diff(e, &changed, &n_changed);	/* remembered as removed */
 	free(changed);
-	err = iter_run(e->limits_link) ?: err;	/* its entry's copy of the limits goes */
-	err = near_and_sweep(e, NULL, NULL, 0) ?: err;
+	err = near_and_sweep(e, NULL, NULL, 0) ?: err;	/* its entry's copy of the limits goes */
 	return ingress_sync(e) ?: err;
 }
 
@@ -1057,14 +1034,12 @@ int enforce_start(const struct enforce_opts *o, struct enforcer **out)
 	}
 	{
 		DECLARE_LIBBPF_OPTS(bpf_iter_attach_opts, io);
-		union bpf_iter_link_info info = { .map.map_fd = bpf_map__fd(e->skel->maps.cgroup_sockets) };
+		union bpf_iter_link_info info = { .map.map_fd = bpf_map__fd(e->skel->maps.cgroup_usage) };
 
 		io.link_info = &info;
 		io.link_info_len = sizeof(info);
-		e->near_link = bpf_program__attach_iter(e->skel->progs.near_refresh, &io);
-		info.map.map_fd = bpf_map__fd(e->skel->maps.cgroup_usage);
 		e->limits_link = bpf_program__attach_iter(e->skel->progs.limits_refresh, &io);
-		if (!e->near_link || !e->limits_link) {
+		if (!e->limits_link) {
 			err = -errno;
 			log_err("enforcement: cannot create the map iterators: %s", strerror(-err));
 			goto fail;
@@ -1090,7 +1065,6 @@ void enforce_close(struct enforcer *e)
 	ring_buffer__free(e->events);
 	close(e->hold_fd);
 	bpf_link__destroy(e->sweep_link);
-	bpf_link__destroy(e->near_link);
 	bpf_link__destroy(e->limits_link);
 	tops_clear(e);
 	free(e->tops);
