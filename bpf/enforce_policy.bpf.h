@@ -282,7 +282,7 @@ static long caps_walk_level(__u64 i, void *ctx)
 	if (!walk_level(&w->a, i, &id))
 		return 1;
 	if (!(w->levels & bit))
-		return !(w->levels >> (i & (TCPBUF_MAX_DEPTH - 1)));	/* none above */
+		return !(w->levels >> (i & (TCPBUF_MAX_DEPTH - 1)) >> 1);	/* none above */
 	/* Usage, state, limits (its copy) and socket counts in one lookup. */
 	u = bpf_map_lookup_elem(&cgroup_usage, &id);
 	if (!usage_limited(u))
@@ -292,7 +292,7 @@ static long caps_walk_level(__u64 i, void *ctx)
 	/* Or-ed in, never branched on: the verifier checks the callback
 	 * once, whatever the flag holds. */
 	w->near |= u->established.near;
-	return 0;
+	return !(w->levels >> (i & (TCPBUF_MAX_DEPTH - 1)) >> 1);	/* none above */
 }
 
 struct find_walk {
