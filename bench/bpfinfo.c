@@ -22,6 +22,10 @@
  *                                 loads PROG alone, on the maps pinned in PINDIR,
  *                                 with the object's default settings; --target
  *                                 sweeps as after a state change of that one cgroup
+ *   bpfinfo verify OBJ [PROG]     loads OBJ's programs (or PROG alone) on maps of
+ *                                 their own, as the object's defaults set them, and
+ *                                 prints the verifier's statistics ("processed N insns
+ *                                 (limit 1000000) ...") per program
  */
 #include "common.h"
 #include <dirent.h>
@@ -330,6 +334,42 @@ static int sweep_prog(const char *path, const char *name, const char *pindir, in
 	return 0;
 }
 
+/* The verifier's statistics line of each program, from a log of its own. */
+static int verify(const char *path, const char *only)
+{
+	static char logs[16][1 << 16];
+	struct bpf_object *obj = bpf_object__open_file(path, NULL);
+	struct bpf_program *prog;
+	struct bpf_map *map;
+	int n = 0, err;
+
+	if (!obj)
+		die("open %s", path);
+	bpf_object__for_each_map(map, obj)
+		bpf_map__set_pin_path(map, NULL);	/* never touch pinned maps */
+	bpf_object__for_each_program(prog, obj) {
+		if ((only && strcmp(bpf_program__name(prog), only)) || n == 16) {
+			bpf_program__set_autoload(prog, false);
+			continue;
+		}
+		bpf_program__set_log_level(prog, 4);	/* statistics only */
+		bpf_program__set_log_buf(prog, logs[n++], sizeof(logs[0]));
+	}
+	err = bpf_object__load(obj);
+	n = 0;
+	bpf_object__for_each_program(prog, obj) {
+		const char *s;
+
+		if (!bpf_program__autoload(prog))
+			continue;
+		s = strstr(logs[n++], "processed");
+		printf("%s: %.*s\n", bpf_program__name(prog), s ? (int)strcspn(s, "\n") : 12,
+		       s ? s : "(no statistics)");
+	}
+	bpf_object__close(obj);
+	return err ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 3 && !strcmp(argv[1], "progs"))
@@ -352,10 +392,13 @@ int main(int argc, char **argv)
 		}
 		return sweep_prog(argv[2], argv[3], argv[4], n, target);
 	}
+	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "verify"))
+		return verify(argv[2], argc == 4 ? argv[3] : NULL);
 	if ((argc == 3 || argc == 5) && !strcmp(argv[1], "sweep"))
 		return sweep(argv[2], argc == 5 && !strcmp(argv[3], "-n") ? atoi(argv[4]) : 10);
 	fprintf(stderr, "usage: bpfinfo progs PINDIR | ids ID... | hold OBJ | alive ID... |\n"
 			"               sweep LINK [-n N] |\n"
-			"               sweep-prog OBJ PROG PINDIR [-n N] [--target CGROUP_DIR]\n");
+			"               sweep-prog OBJ PROG PINDIR [-n N] [--target CGROUP_DIR] |\n"
+			"               verify OBJ [PROG]\n");
 	return 2;
 }

@@ -348,7 +348,21 @@ static __always_inline bool caps_compute(struct sock *sk, const struct tcp_sock 
 	if (ctl && ctl->limited_cgroups) {
 		ancestry_init(&w.a, sk, sc);
 		w.levels = limited_levels_of(sc, ctl, &stale);
-		bpf_loop(TCPBUF_MAX_DEPTH, caps_walk_level, &w, 0);
+		/* One limited level, the socket's own cgroup (the common
+		 * case): without the loop, whose calls and spills were a
+		 * fifth of a per-segment pass. */
+		if (sc && w.levels == 1 && sc->levels) {
+			struct cgroup_usage *u;
+			__u64 id = sc->ancestors[0];
+
+			u = bpf_map_lookup_elem(&cgroup_usage, &id);
+			if (usage_limited(u)) {
+				caps_level(&w.c, u, w.unsent, w.rmem, w.chunk);
+				w.near = u->established.near;
+			}
+		} else {
+			bpf_loop(TCPBUF_MAX_DEPTH, caps_walk_level, &w, 0);
+		}
 		if (stale)
 			limited_levels_note(sc, ctl, w.found);
 	}
