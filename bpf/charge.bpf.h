@@ -205,22 +205,35 @@ static __always_inline void cgroup_state_update(__u64 id, struct cgroup_usage *u
 	bpf_ringbuf_submit(ev, BPF_RB_FORCE_WAKEUP);
 }
 
+/*
+ * The usage entry of the cgroup at ancestors[@i] of the socket whose entry
+ * is @sc, made now (@i and the socket's level give the cgroup's). Not a
+ * zeroed entry on the stack of every charge: only where one is made.
+ */
+static __always_inline struct cgroup_usage *usage_entry_make(const struct sock_charge *sc,
+							     __u32 i, __u64 id)
+{
+	struct cgroup_usage fresh = {};
+
+	/* Read only here: level is past the entry's first line. */
+	fresh.level = sc->level - i;
+	bpf_map_update_elem(&cgroup_usage, &id, &fresh, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&cgroup_usage, &id);
+}
+
 /* The cgroup at ancestors[@i] of the socket whose entry is @sc. */
 static __always_inline void charge_one_cgroup(const struct sock_charge *sc, __u32 i, __s64 pages,
 					      __s64 sockets, bool enforce)
 {
-	struct cgroup_usage *usage, fresh = {};
 	__u64 id = sc->ancestors[i & (TCPBUF_MAX_DEPTH - 1)];
+	struct cgroup_usage *usage;
 	__s64 now;
 
 	usage = bpf_map_lookup_elem(&cgroup_usage, &id);
 	if (!usage) {
 		if (pages <= 0)
 			return; /* never create an entry to uncharge from */
-		/* Read only here: level is past the entry's first line. */
-		fresh.level = sc->level - i;
-		bpf_map_update_elem(&cgroup_usage, &id, &fresh, BPF_NOEXIST);
-		usage = bpf_map_lookup_elem(&cgroup_usage, &id);
+		usage = usage_entry_make(sc, i, id);
 		if (!usage)
 			return;
 	}

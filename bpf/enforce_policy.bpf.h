@@ -424,17 +424,14 @@ static __always_inline __u32 near_update(__u64 id, struct cgroup_usage *u)
 static long count_walk_level(__u64 i, void *ctx)
 {
 	struct count_walk *w = ctx;
-	struct cgroup_usage *u, fresh = {};
+	struct cgroup_usage *u;
 	__u64 id;
 
 	if (!walk_level(&w->a, i, &id))
 		return 1;
 	u = bpf_map_lookup_elem(&cgroup_usage, &id);
-	if (!u && (w->sockets > 0 || w->senders > 0)) {
-		fresh.level = w->a.sc->level - i;
-		bpf_map_update_elem(&cgroup_usage, &id, &fresh, BPF_NOEXIST);
-		u = bpf_map_lookup_elem(&cgroup_usage, &id);
-	}
+	if (!u && (w->sockets > 0 || w->senders > 0))
+		u = usage_entry_make(w->a.sc, i, id);
 	if (!u)
 		return 0;
 	if (w->sockets)
