@@ -800,18 +800,17 @@ static int ctl_update(struct enforcer *e, unsigned limited, bool near_linked)
 
 /* ---------------------------------------------------------- near, far */
 
+/* Only a limited cgroup is ever near (near_update(), limits_refresh): one
+ * lookup per limited cgroup, not a walk of every cgroup that holds TCP
+ * memory. */
 static bool near_any(struct enforcer *e)
 {
 	int fd = bpf_map__fd(e->skel->maps.cgroup_usage);
 	struct cgroup_usage u;
-	__u64 key, next, *prev = NULL;
 
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		if (!bpf_map_lookup_elem(fd, &next, &u) && u.established.near)
+	for (size_t i = 0; i < e->n_limits; i++)
+		if (!bpf_map_lookup_elem(fd, &e->limits[i].id, &u) && u.established.near)
 			return true;
-		key = next;
-		prev = &key;
-	}
 	return false;
 }
 
