@@ -608,7 +608,7 @@ int limits_refresh(struct bpf_iter__bpf_map_elem *ctx)
 	__u32 gen, old, new;
 
 	if (!key) {
-		/* The end: every socket's limited_levels is read anew. */
+		/* The end: every socket's sock_charge.limited is read anew. */
 		ctl = enforce_ctl_get();
 		if (ctl) {
 			gen = ctl->limits_gen + 1;

@@ -14,9 +14,10 @@
 struct tcpbuf_enforce_ctl {
 	__u32 limited_cgroups;	/* cgroups with an entry in cgroup_limits */
 	__u32 near_linked;	/* the daemon has what near cgroups need linked */
-	/* Bumped (never to 0) by limits_refresh each time usage entries took
-	 * their cgroups' limits anew: a socket's limited_levels read at an
-	 * older generation is read again. The daemon leaves it as it is. */
+	/* Bumped by limits_refresh each time usage entries took their
+	 * cgroups' limits anew (its low 16 bits, which a socket keeps, never
+	 * 0): a socket's sock_charge.limited read at an older generation is
+	 * read again. The daemon leaves it as it is. */
 	__u32 limits_gen;
 	__u32 pad;
 };
