@@ -272,26 +272,31 @@ struct caps_walk {
 	__u32 found;	/* the levels that are limited */
 };
 
-static long caps_walk_level(__u64 i, void *ctx)
+/* The level @bit of the walk, the cgroup @id: its caps, if it is limited. */
+static __always_inline void caps_walk_one(struct caps_walk *w, __u64 id, __u32 bit)
 {
-	struct caps_walk *w = ctx;
-	struct cgroup_usage *u;
-	__u32 bit = 1U << (i & (TCPBUF_MAX_DEPTH - 1));
-	__u64 id;
-
-	if (!walk_level(&w->a, i, &id))
-		return 1;
-	if (!(w->levels & bit))
-		return !(w->levels >> (i & (TCPBUF_MAX_DEPTH - 1)) >> 1);	/* none above */
 	/* Usage, state, limits (its copy) and socket counts in one lookup. */
-	u = bpf_map_lookup_elem(&cgroup_usage, &id);
+	struct cgroup_usage *u = bpf_map_lookup_elem(&cgroup_usage, &id);
+
 	if (!usage_limited(u))
-		return 0;
+		return;
 	w->found |= bit;
 	caps_level(&w->c, u, w->unsent, w->rmem, w->chunk);
 	/* Or-ed in, never branched on: the verifier checks the callback
 	 * once, whatever the flag holds. */
 	w->near |= u->established.near;
+}
+
+static long caps_walk_level(__u64 i, void *ctx)
+{
+	struct caps_walk *w = ctx;
+	__u32 bit = 1U << (i & (TCPBUF_MAX_DEPTH - 1));
+	__u64 id;
+
+	if (!walk_level(&w->a, i, &id))
+		return 1;
+	if (w->levels & bit)
+		caps_walk_one(w, id, bit);
 	return !(w->levels >> (i & (TCPBUF_MAX_DEPTH - 1)) >> 1);	/* none above */
 }
 
@@ -351,18 +356,10 @@ static __always_inline bool caps_compute(struct sock *sk, const struct tcp_sock 
 		/* One limited level, the socket's own cgroup (the common
 		 * case): without the loop, whose calls and spills were a
 		 * fifth of a per-segment pass. */
-		if (sc && w.levels == 1 && sc->levels) {
-			struct cgroup_usage *u;
-			__u64 id = sc->ancestors[0];
-
-			u = bpf_map_lookup_elem(&cgroup_usage, &id);
-			if (usage_limited(u)) {
-				caps_level(&w.c, u, w.unsent, w.rmem, w.chunk);
-				w.near = u->established.near;
-			}
-		} else {
+		if (sc && w.levels == 1 && sc->levels)
+			caps_walk_one(&w, sc->ancestors[0], 1);
+		else
 			bpf_loop(TCPBUF_MAX_DEPTH, caps_walk_level, &w, 0);
-		}
 		if (stale)
 			limited_levels_note(sc, ctl, w.found);
 	}
