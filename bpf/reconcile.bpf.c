@@ -36,15 +36,19 @@ int reconcile_tcp(struct bpf_iter__tcp *ctx)
 	return 0;
 }
 
-/* Emit the cgroup id of every socket-storage entry: lets the daemon show how
- * many sockets carry tcpbufd state, and tests prove none are left behind
- * (bpftool cannot dump socket storage). */
+/* The number of socket-storage entries: lets the daemon show how many
+ * sockets carry tcpbufd state, and tests prove none are left behind (bpftool
+ * cannot dump socket storage). Written once, at the end of the walk (no
+ * value), where seq_num is how many entries it went through: an output per
+ * entry fills the read buffer every few thousand, and each read resumes the
+ * walk from the head of its bucket (a socket-storage map has as many buckets
+ * as CPUs), which made counting 100,000 entries take 228 ms. */
 SEC("iter/bpf_sk_storage_map")
-int list_sock_charges(struct bpf_iter__bpf_sk_storage_map *ctx)
+int count_sock_charges(struct bpf_iter__bpf_sk_storage_map *ctx)
 {
-	struct sock_charge *sc = ctx->value;
+	__u64 n = ctx->meta->seq_num;
 
-	if (sc)
-		bpf_seq_write(ctx->meta->seq, &sc->cgroup_id, sizeof(sc->cgroup_id));
+	if (!ctx->value)
+		bpf_seq_write(ctx->meta->seq, &n, sizeof(n));
 	return 0;
 }

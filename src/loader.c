@@ -31,7 +31,7 @@ struct tcpbuf_bpf {
 	bool adopted;
 	int usage_fd, limits_fd, meta_fd;
 	int reconcile_link_fd;
-	int sock_list_link_fd;
+	int sock_count_link_fd;
 	char pin_path[PATH_MAX];
 };
 
@@ -146,9 +146,9 @@ static int try_adopt(struct tcpbuf_bpf *bpf, enum tcpbuf_mode wanted)
 	bpf->usage_fd = obj_get(bpf->pin_path, "", "cgroup_usage");
 	bpf->limits_fd = obj_get(bpf->pin_path, "", "cgroup_limits");
 	bpf->reconcile_link_fd = obj_get(bpf->pin_path, "links/", "reconcile_tcp");
-	bpf->sock_list_link_fd = obj_get(bpf->pin_path, "links/", "list_sock_charges");
+	bpf->sock_count_link_fd = obj_get(bpf->pin_path, "links/", "count_sock_charges");
 	if (bpf->usage_fd < 0 || bpf->limits_fd < 0 || bpf->reconcile_link_fd < 0 ||
-	    bpf->sock_list_link_fd < 0) {
+	    bpf->sock_count_link_fd < 0) {
 		log_info("%s: pinned maps incomplete; replacing them", bpf->pin_path);
 		return 0;
 	}
@@ -188,7 +188,7 @@ static int attach_and_pin(struct tcpbuf_bpf *bpf, struct bpf_object *obj)
 				return err;
 			continue;
 		}
-		if (!strcmp(bpf_program__name(prog), "list_sock_charges")) {
+		if (!strcmp(bpf_program__name(prog), "count_sock_charges")) {
 			DECLARE_LIBBPF_OPTS(bpf_iter_attach_opts, o);
 			union bpf_iter_link_info info = {};
 
@@ -208,8 +208,8 @@ static int attach_and_pin(struct tcpbuf_bpf *bpf, struct bpf_object *obj)
 		err = pin_link(bpf, link, bpf_program__name(prog));
 		if (!err && !strcmp(bpf_program__name(prog), "reconcile_tcp"))
 			bpf->reconcile_link_fd = dup(bpf_link__fd(link));
-		if (!err && !strcmp(bpf_program__name(prog), "list_sock_charges"))
-			bpf->sock_list_link_fd = dup(bpf_link__fd(link));
+		if (!err && !strcmp(bpf_program__name(prog), "count_sock_charges"))
+			bpf->sock_count_link_fd = dup(bpf_link__fd(link));
 		/* The pin holds the attachment; our reference is not needed. */
 		bpf_link__destroy(link);
 		if (err)
@@ -377,7 +377,7 @@ int loader_start(const struct loader_opts *opts, struct tcpbuf_bpf **out)
 	if (!bpf)
 		return -ENOMEM;
 	bpf->usage_fd = bpf->limits_fd = bpf->meta_fd = bpf->reconcile_link_fd = -1;
-	bpf->sock_list_link_fd = -1;
+	bpf->sock_count_link_fd = -1;
 	snprintf(bpf->pin_path, sizeof(bpf->pin_path), "%s", opts->pin_path);
 	libbpf_set_print(libbpf_print_fn);
 
@@ -388,7 +388,7 @@ int loader_start(const struct loader_opts *opts, struct tcpbuf_bpf **out)
 		if (!bpf)
 			return -ENOMEM;
 		bpf->usage_fd = bpf->limits_fd = bpf->meta_fd = bpf->reconcile_link_fd = -1;
-	bpf->sock_list_link_fd = -1;
+	bpf->sock_count_link_fd = -1;
 		snprintf(bpf->pin_path, sizeof(bpf->pin_path), "%s", opts->pin_path);
 		err = fresh_start(bpf, wanted);
 	} else if (err > 0) {
@@ -419,20 +419,20 @@ int loader_reconcile(struct tcpbuf_bpf *bpf)
 
 long loader_count_sock_charges(struct tcpbuf_bpf *bpf)
 {
-	__u64 ids[512];
-	long count = 0;
+	__u64 count;
 	ssize_t n;
 	int fd;
 
-	fd = bpf_iter_create(bpf->sock_list_link_fd);
+	fd = bpf_iter_create(bpf->sock_count_link_fd);
 	if (fd < 0)
 		return -errno;
-	while ((n = read(fd, ids, sizeof(ids))) > 0)
-		count += n / sizeof(ids[0]);
+	n = read(fd, &count, sizeof(count));
 	if (n < 0)
-		count = -errno;
+		n = -errno;
 	close(fd);
-	return count;
+	if (n < 0)
+		return n;
+	return n == sizeof(count) ? (long)count : -EIO;
 }
 
 void loader_close(struct tcpbuf_bpf *bpf)
@@ -447,8 +447,8 @@ void loader_close(struct tcpbuf_bpf *bpf)
 		close(bpf->meta_fd);
 	if (bpf->reconcile_link_fd >= 0)
 		close(bpf->reconcile_link_fd);
-	if (bpf->sock_list_link_fd >= 0)
-		close(bpf->sock_list_link_fd);
+	if (bpf->sock_count_link_fd >= 0)
+		close(bpf->sock_count_link_fd);
 	free(bpf);
 }
 
