@@ -301,6 +301,7 @@ static __always_inline struct sock_charge *sock_charge_get(struct sock *sk, bool
 struct charge_walk {
 	const struct sock_charge *sc;
 	__s64 pages, sockets;
+	__u32 first;	/* the levels below were charged inline */
 	bool enforce;
 };
 
@@ -310,6 +311,7 @@ static long charge_level(__u64 i, void *ctx)
 	struct charge_walk *w = ctx;
 	const struct sock_charge *sc = w->sc;
 
+	i += w->first;
 	if (i >= TCPBUF_MAX_DEPTH || i >= sc->levels)
 		return 1;
 	charge_one_cgroup(sc, i, w->pages, w->sockets, w->enforce);
@@ -317,15 +319,25 @@ static long charge_level(__u64 i, void *ctx)
 }
 
 /* Charge the socket's cgroup and every ancestor below the root, as memcg does:
- * parents' usage includes their children's. */
+ * parents' usage includes their children's. The first two levels (a
+ * container's own cgroup and its slice, often all there is) are charged
+ * without the loop: its call and spills made a charging send_length in
+ * TCP_RR 62-67 ns instead of 41-42 (clock included). */
 static __always_inline void charge_hierarchy(const struct sock_charge *sc, __s64 pages,
 					     __s64 sockets)
 {
 	struct charge_walk w = {
-		.sc = sc, .pages = pages, .sockets = sockets, .enforce = limits_present(),
+		.sc = sc, .pages = pages, .sockets = sockets, .first = 2,
+		.enforce = limits_present(),
 	};
+	__u32 levels = sc->levels;
 
-	bpf_loop(TCPBUF_MAX_DEPTH, charge_level, &w, 0);
+	if (levels > 0)
+		charge_one_cgroup(sc, 0, pages, sockets, w.enforce);
+	if (levels > 1)
+		charge_one_cgroup(sc, 1, pages, sockets, w.enforce);
+	if (levels > 2)
+		bpf_loop(TCPBUF_MAX_DEPTH - 2, charge_level, &w, 0);
 }
 
 /* Apply a charge of @pages (negative: uncharge) that moved the socket from
