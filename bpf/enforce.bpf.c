@@ -542,8 +542,8 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 	struct tcp_sock *tp;
 	struct sock *sk;
 	struct caps c;
-	bool armed;
-	int flags;
+	bool armed, near;
+	int counted, want;
 
 	if (!skc || !sock_ops_connected(skc->skc_state))
 		return 0;
@@ -564,28 +564,37 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 		return 0;
 	if (accounting_mode == TCPBUF_MODE_SAMPLED)
 		sample_charge_to(sc, sk_footprint_pages(sk), SAMPLE_EXACT);
-	caps_compute(sk, tp, sc, &c);
+	near = caps_compute(sk, tp, sc, &c);
 	se = &sc->enforce;
 	armed = se->flags & TCPBUF_SE_LIMITED;
+	counted = socket_count_update(sc, tp, c.limited);
+	if (counted >= 0)
+		near = counted;
+	/* Its limited ancestors all far: counted, left to the kernel but for
+	 * the close, as sockops_run() leaves it. Released here, not only at
+	 * its next segment: before 6.11 a socket that predates the limits
+	 * gets no per-segment callback and stayed armed. */
+	if (c.limited && !near) {
+		if (armed)
+			caps_release(sk, sk, se);
+		want = cb_flags_wanted(tp->bpf_sock_ops_cb_flags, false, true);
+		if (want != tp->bpf_sock_ops_cb_flags)
+			bpf_setsockopt(sk, SOL_TCP, TCP_BPF_SOCK_OPS_CB_FLAGS, &want, sizeof(want));
+		return 0;
+	}
 	enforce_init(sk, se);
 	notice_user_change(sk, se);
 	caps_apply(sk, sk, &c, se);
-	socket_count_update(sc, tp, c.limited);
 	caps_far_note(tp, se, &c);
 	/* Armed before and still limited: its callbacks were set when it was
 	 * armed (a cache line of the socket fewer to read). */
 	if (armed && c.limited)
 		return 0;
 	/* Sockets that predate the limits get the per-segment callback too
-	 * (TCP_BPF_SOCK_OPS_CB_FLAGS, kernel >= 6.11; older ones: sweeps only).
-	 * The sweep arms every socket of a limited subtree, near or far: one
-	 * whose ancestors are all far is released at its next segment
-	 * (enforce_sockops), which costs less than a far path here, for which
-	 * the verifier's budget has no room. */
-	flags = tp->bpf_sock_ops_cb_flags;
-	flags = c.limited ? flags | ENFORCE_CB_FLAGS : flags & ~ENFORCE_CB_FLAGS;
-	if (flags != tp->bpf_sock_ops_cb_flags)
-		bpf_setsockopt(sk, SOL_TCP, TCP_BPF_SOCK_OPS_CB_FLAGS, &flags, sizeof(flags));
+	 * (TCP_BPF_SOCK_OPS_CB_FLAGS, kernel >= 6.11; older ones: sweeps only). */
+	want = cb_flags_wanted(tp->bpf_sock_ops_cb_flags, c.limited, c.limited);
+	if (want != tp->bpf_sock_ops_cb_flags)
+		bpf_setsockopt(sk, SOL_TCP, TCP_BPF_SOCK_OPS_CB_FLAGS, &want, sizeof(want));
 	return 0;
 }
 

@@ -233,8 +233,9 @@ int main(void)
 	 * skb; at one skb in flight the receiver acknowledges only when its
 	 * delayed-ACK timer fires (it answers every second full segment), so
 	 * the stream is paced by that timer: 1.6-2.4 MB/s measured, whatever
-	 * the machine. Below pressure the guard leaves two skbs: 36-52 MB/s
-	 * here (in pressure it is squeezed, as it should be). */
+	 * the machine. Below pressure the guard leaves two skbs: medians of
+	 * 9-214 MB/s on this host (in pressure it is squeezed, as it should
+	 * be), so the bar sits at twice the timer-paced rate, not near those. */
 	{
 		const char *small = cg_create("small");
 		double rate[3];
@@ -251,7 +252,7 @@ int main(void)
 		if (under_emulation())
 			test_log("CPU emulation: the rate is not checked");
 		else
-			EXPECT_GE((int64_t)(median_of(rate, 3) / 1e6), 10);
+			EXPECT_GE((int64_t)(median_of(rate, 3) / 1e6), 5);
 	}
 
 	peak_free(ps);
