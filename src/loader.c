@@ -365,6 +365,19 @@ static int fresh_start(struct tcpbuf_bpf *bpf, enum tcpbuf_mode wanted)
 	return loader_reconcile(bpf);
 }
 
+/* A handle with nothing open yet. */
+static struct tcpbuf_bpf *loader_new(const char *pin_path)
+{
+	struct tcpbuf_bpf *bpf = calloc(1, sizeof(*bpf));
+
+	if (!bpf)
+		return NULL;
+	bpf->usage_fd = bpf->limits_fd = bpf->meta_fd = -1;
+	bpf->reconcile_link_fd = bpf->sock_count_link_fd = -1;
+	snprintf(bpf->pin_path, sizeof(bpf->pin_path), "%s", pin_path);
+	return bpf;
+}
+
 int loader_start(const struct loader_opts *opts, struct tcpbuf_bpf **out)
 {
 	struct tcpbuf_bpf *bpf;
@@ -373,23 +386,17 @@ int loader_start(const struct loader_opts *opts, struct tcpbuf_bpf **out)
 
 	if (wanted < 0)
 		return -EINVAL;
-	bpf = calloc(1, sizeof(*bpf));
+	bpf = loader_new(opts->pin_path);
 	if (!bpf)
 		return -ENOMEM;
-	bpf->usage_fd = bpf->limits_fd = bpf->meta_fd = bpf->reconcile_link_fd = -1;
-	bpf->sock_count_link_fd = -1;
-	snprintf(bpf->pin_path, sizeof(bpf->pin_path), "%s", opts->pin_path);
 	libbpf_set_print(libbpf_print_fn);
 
 	err = try_adopt(bpf, wanted);
 	if (err == 0) {
 		loader_close(bpf);
-		bpf = calloc(1, sizeof(*bpf));
+		bpf = loader_new(opts->pin_path);
 		if (!bpf)
 			return -ENOMEM;
-		bpf->usage_fd = bpf->limits_fd = bpf->meta_fd = bpf->reconcile_link_fd = -1;
-	bpf->sock_count_link_fd = -1;
-		snprintf(bpf->pin_path, sizeof(bpf->pin_path), "%s", opts->pin_path);
 		err = fresh_start(bpf, wanted);
 	} else if (err > 0) {
 		err = 0;
