@@ -7,9 +7,9 @@
  *                    (attached only to cgroups with limits)
  *   sweep            iter/tcp: caps for every existing socket, run by the
  *                    daemon right after a state change
- *   limits_refresh   iter/bpf_map_elem: each usage entry's copy of its
- *                    cgroup's limits, its state and near or far after a
- *                    change of limits
+ *   limits_refresh   run on demand (raw_tp, test run): each usage entry's
+ *                    copy of its cgroup's limits, its state and near or far
+ *                    after a change of limits
  *   sendmsg_sample   sampled mode only: keeps a limited socket's usage fresh
  *                    while tcp_sendmsg queues
  * The state machine itself runs where usage changes (charge.bpf.h); the
@@ -599,36 +599,18 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 }
 
 /*
- * Run by the daemon over cgroup_usage after a change of limits, before the
- * sweep: each entry's copy of its cgroup's limits (what charges move the
- * state against), then the cgroup's state and near or far under them, once
- * per cgroup (a change of limits moves no usage and no socket count, so
- * nothing else would). After state changes the states are fresh: the
- * charges that moved usage evaluated them.
+ * One usage entry, by limits_refresh() below: its copy of its cgroup's
+ * limits (what charges move the state against), then the cgroup's state and
+ * near or far under them, once per cgroup (a change of limits moves no usage
+ * and no socket count, so nothing else would).
  */
-SEC("iter/bpf_map_elem")
-int limits_refresh(struct bpf_iter__bpf_map_elem *ctx)
+static long limits_refresh_one(struct bpf_map *map, __u64 *key, struct cgroup_usage *u, void *ctx)
 {
 	struct cgroup_limits *l, none = {};
-	struct tcpbuf_enforce_ctl *ctl;
 	struct cgroup_sockets *cs;
-	struct cgroup_usage *u;
-	__u64 *key = ctx->key, id;
-	__u32 gen, old, new;
+	__u64 id = *key;	/* lookups want the key on the stack */
+	__u32 old, new;
 
-	if (!key) {
-		/* The end: every socket's sock_charge.limited is read anew. */
-		ctl = enforce_ctl_get();
-		if (ctl) {
-			gen = ctl->limits_gen + 1;
-			ctl->limits_gen = (__u16)gen ? gen : gen + 1;
-		}
-		return 0;
-	}
-	id = *key;	/* lookups want the key on the stack */
-	u = bpf_map_lookup_elem(&cgroup_usage, &id);
-	if (!u)
-		return 0;
 	l = bpf_map_lookup_elem(&cgroup_limits, &id);
 	u->limits = l ? *l : none;
 	cgroup_state_update(id, u, u->usage_pages);
@@ -640,6 +622,29 @@ int limits_refresh(struct bpf_iter__bpf_map_elem *ctx)
 				   l->max_pages) : 0;
 	if (new != old)
 		__sync_bool_compare_and_swap(&cs->near, old, new);
+	return 0;
+}
+
+/*
+ * Run by the daemon (BPF_PROG_TEST_RUN) after a change of limits, before the
+ * sweep. After state changes the states are fresh: the charges that moved
+ * usage evaluated them. A raw_tp program walking the map with
+ * bpf_for_each_map_elem, not an iter/bpf_map_elem: some 6.18 hosts refuse
+ * map iterators at load (EPERM) while they run this.
+ */
+SEC("raw_tp")
+int limits_refresh(void *ctx)
+{
+	struct tcpbuf_enforce_ctl *ctl;
+	__u32 gen;
+
+	bpf_for_each_map_elem(&cgroup_usage, limits_refresh_one, NULL, 0);
+	/* Every socket's sock_charge.limited is read anew. */
+	ctl = enforce_ctl_get();
+	if (ctl) {
+		gen = ctl->limits_gen + 1;
+		ctl->limits_gen = (__u16)gen ? gen : gen + 1;
+	}
 	return 0;
 }
 

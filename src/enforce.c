@@ -59,7 +59,6 @@ struct enforcer {
 	size_t n_ingress, ingress_cap;
 	struct enforce_cgroup *tops;	/* topmost limited cgroups in the scope (own paths) */
 	size_t n_tops, tops_cap;
-	struct bpf_link *limits_link;	/* limits_refresh over cgroup_usage */
 	int near;		/* some limited cgroup is near: 1, none: 0, unknown: -1 */
 	unsigned limited;	/* cgroups with limits, as enforce_ctl has it */
 	int hold_fd;		/* timerfd: far for NEAR_HOLD_MS, then unlink */
@@ -542,6 +541,18 @@ static int iter_run(struct bpf_link *link)
 	return n;
 }
 
+/* Every usage entry takes its cgroup's limits anew (bpf/enforce.bpf.c). */
+static int limits_refresh(struct enforcer *e)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, o);
+	int err;
+
+	err = bpf_prog_test_run_opts(bpf_program__fd(e->skel->progs.limits_refresh), &o);
+	if (err)
+		log_warn("enforcement: cannot refresh the cgroups' limits: %s", strerror(-err));
+	return err;
+}
+
 /* @all: every socket (limits changed: limits_refresh ran before); else the
  * sockets tcpbufd sizes, only those under sweep_targets when @targeted. */
 static int sweep(struct enforcer *e, bool all, bool targeted)
@@ -858,7 +869,7 @@ static int near_links(struct enforcer *e, bool on)
 static int near_and_sweep(struct enforcer *e, const struct cgroup_tree *tree, const uint64_t *ids,
 			  size_t n)
 {
-	int err = iter_run(e->limits_link);
+	int err = limits_refresh(e);
 	bool on = near_any(e);
 
 	if (on)
@@ -1031,19 +1042,6 @@ int enforce_start(const struct enforce_opts *o, struct enforcer **out)
 		log_err("enforcement: cannot create the sweep iterator: %s", strerror(-err));
 		goto fail;
 	}
-	{
-		DECLARE_LIBBPF_OPTS(bpf_iter_attach_opts, io);
-		union bpf_iter_link_info info = { .map.map_fd = bpf_map__fd(e->skel->maps.cgroup_usage) };
-
-		io.link_info = &info;
-		io.link_info_len = sizeof(info);
-		e->limits_link = bpf_program__attach_iter(e->skel->progs.limits_refresh, &io);
-		if (!e->limits_link) {
-			err = -errno;
-			log_err("enforcement: cannot create the map iterators: %s", strerror(-err));
-			goto fail;
-		}
-	}
 	e->events = ring_buffer__new(bpf_map__fd(e->skel->maps.enforce_events), on_event, e, NULL);
 	if (!e->events) {
 		err = -errno;
@@ -1064,7 +1062,6 @@ void enforce_close(struct enforcer *e)
 	ring_buffer__free(e->events);
 	close(e->hold_fd);
 	bpf_link__destroy(e->sweep_link);
-	bpf_link__destroy(e->limits_link);
 	tops_clear(e);
 	free(e->tops);
 	for (size_t i = 0; i < e->n_ingress; i++)

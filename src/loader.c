@@ -188,18 +188,7 @@ static int attach_and_pin(struct tcpbuf_bpf *bpf, struct bpf_object *obj)
 				return err;
 			continue;
 		}
-		if (!strcmp(bpf_program__name(prog), "count_sock_charges")) {
-			DECLARE_LIBBPF_OPTS(bpf_iter_attach_opts, o);
-			union bpf_iter_link_info info = {};
-
-			info.map.map_fd = bpf_object__find_map_fd_by_name(obj, "sock_charge");
-			o.link_info = &info;
-			o.link_info_len = sizeof(info);
-			link = bpf_program__attach_iter(prog, &o);
-		} else {
-			link = bpf_program__attach(prog);
-		}
-
+		link = bpf_program__attach(prog);
 		if (!link) {
 			err = -errno;
 			log_err("cannot attach %s: %s", bpf_program__name(prog), strerror(-err));
