@@ -7,8 +7,8 @@
  * skb TCP charges through sk_forced_mem_schedule (one page on a fresh
  * socket). The "small" phase makes that page count: 64 connections of 64 KiB
  * against 16 KiB receive buffers hold ~17 pages each, so a build without the
- * forced hook (BPF_EXTRA_CFLAGS=-DTCPBUF_BREAK_FORCED_HOOK) is ~6% short and
- * fails the 2% tolerance.
+ * forced hook (BPF_EXTRA_CFLAGS=-DTCPBUF_BREAK_FORCED_HOOK) is short (960 of
+ * 1,216 pages in the 6.1 guest, 2026-12-01) and fails the 2% tolerance.
  *
  * The host kernel refuses trampolines: there this test is skipped, and the
  * VM matrix (tests/vm) runs it on Debian's stock kernels.
@@ -36,19 +36,36 @@ static int64_t usage_of(const char *path)
 	return v;
 }
 
+/*
+ * tcpbufd's count against sock_diag's. A stalled load still moves now and
+ * then (receivers collapse their queues when a zero-window probe comes in:
+ * tcpbufd read 1,303 pages and sock_diag 1,216 just after, in the 6.1
+ * guest), so a pair counts only if tcpbufd read the same before and after
+ * sock_diag. Read again, for up to 5 s, until one such pair agrees; a hook
+ * that misses charges is off in every quiet pair.
+ */
 static void expect_agreement(const char *path)
 {
 	struct skmem_total k;
-	int64_t usage = usage_of(path), memcg, tol;
+	int64_t before, after = -1, memcg, tol = 8;
 
-	ASSERT_OK(skmem_subtree(path, &k));
-	tol = k.pages / 50 > 8 ? k.pages / 50 : 8;
-	memcg = memcg_sock_bytes_settled(path, usage, tol);
-	test_log("%s: usage_pages %" PRId64 ", sock_diag %" PRIu64 " pages, memcg %" PRId64
-		 " pages", cg_rel(path), usage, k.pages, memcg < 0 ? -1 : memcg / 4096);
-	EXPECT_NEAR(usage, (int64_t)k.pages, tol);
+	for (int i = 0; i < 20; i++) {
+		if (i)
+			msleep(250);
+		before = usage_of(path);
+		ASSERT_OK(skmem_subtree(path, &k));
+		after = usage_of(path);
+		tol = k.pages / 50 > 8 ? k.pages / 50 : 8;
+		test_log("%s: usage_pages %" PRId64 " then %" PRId64 ", sock_diag %" PRIu64
+			 " pages", cg_rel(path), before, after, k.pages);
+		if (before == after && llabs(after - (int64_t)k.pages) <= tol)
+			break;
+	}
+	EXPECT_NEAR(after, (int64_t)k.pages, tol);
+	memcg = memcg_sock_bytes_settled(path, after, tol);
+	test_log("%s: memcg %" PRId64 " pages", cg_rel(path), memcg < 0 ? -1 : memcg / 4096);
 	if (memcg >= 0)
-		EXPECT_NEAR(usage, memcg / 4096, tol);
+		EXPECT_NEAR(after, memcg / 4096, tol);
 }
 
 int main(void)
