@@ -529,6 +529,21 @@ static __always_inline bool sweep_concerns(struct sock *sk)
 }
 
 /*
+ * Load now the lines of the socket the pass reads after the storage lookup
+ * (sk_rcvbuf and sk_userlocks, sk_sndbuf, max_window, bytes_sent: four
+ * lines, cold in a walk of 100,000 sockets), so that their misses overlap
+ * the lookup's three dependent ones instead of following them. Nothing uses
+ * the values: the empty asm keeps the loads. Full sweep, 100,000 sockets in
+ * 10,000 near cgroups: 81-92 ms before, 71-80 after (docs/PERFORMANCE.md).
+ */
+static __always_inline void sweep_touch(struct sock *sk, struct tcp_sock *tp)
+{
+	__u64 a = sk->sk_rcvbuf, b = sk->sk_sndbuf, c = tp->max_window, d = tp->bytes_sent;
+
+	asm volatile("" :: "r"(a), "r"(b), "r"(c), "r"(d));
+}
+
+/*
  * Run by the daemon after a state change or a change of limits: brings every
  * socket to the caps of its ancestors' current states (capping in pressure
  * and max, lifting in normal).
@@ -553,6 +568,7 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 	sk = (struct sock *)tp;
 	if (!sweep_concerns(sk))
 		return 0;
+	sweep_touch(sk, tp);
 	/* A socket tcpbufd never sized has no limited ancestor, unless limits
 	 * just changed: skip it cheaply (hosts hold 100,000s of sockets). */
 	sc = sock_charge_get(sk, false);
