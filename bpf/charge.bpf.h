@@ -323,21 +323,24 @@ static long charge_level(__u64 i, void *ctx)
  * container's own cgroup and its slice, often all there is) are charged
  * without the loop: its call and spills made a charging send_length in
  * TCP_RR 62-67 ns instead of 41-42 (clock included). */
+#define CHARGE_INLINE_LEVELS	2
+
 static __always_inline void charge_hierarchy(const struct sock_charge *sc, __s64 pages,
 					     __s64 sockets)
 {
 	struct charge_walk w = {
-		.sc = sc, .pages = pages, .sockets = sockets, .first = 2,
+		.sc = sc, .pages = pages, .sockets = sockets, .first = CHARGE_INLINE_LEVELS,
 		.enforce = limits_present(),
 	};
 	__u32 levels = sc->levels;
 
+	/* Spelled out: a loop here would be the bpf_loop() call saved. */
 	if (levels > 0)
 		charge_one_cgroup(sc, 0, pages, sockets, w.enforce);
 	if (levels > 1)
 		charge_one_cgroup(sc, 1, pages, sockets, w.enforce);
-	if (levels > 2)
-		bpf_loop(TCPBUF_MAX_DEPTH - 2, charge_level, &w, 0);
+	if (levels > CHARGE_INLINE_LEVELS)
+		bpf_loop(TCPBUF_MAX_DEPTH - CHARGE_INLINE_LEVELS, charge_level, &w, 0);
 }
 
 /* Apply a charge of @pages (negative: uncharge) that moved the socket from

@@ -543,6 +543,15 @@ static __always_inline void sweep_touch(struct sock *sk, struct tcp_sock *tp)
 	asm volatile("" :: "r"(a), "r"(b), "r"(c), "r"(d));
 }
 
+/* cb_flags_set() from an iterator: through setsockopt (kernel >= 6.11). */
+static __always_inline void sweep_cb_flags_set(struct tcp_sock *tp, bool armed, bool limited)
+{
+	int want = cb_flags_wanted(tp->bpf_sock_ops_cb_flags, armed, limited);
+
+	if (want != tp->bpf_sock_ops_cb_flags)
+		bpf_setsockopt(tp, SOL_TCP, TCP_BPF_SOCK_OPS_CB_FLAGS, &want, sizeof(want));
+}
+
 /*
  * Run by the daemon after a state change or a change of limits: brings every
  * socket to the caps of its ancestors' current states (capping in pressure
@@ -558,7 +567,7 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 	struct sock *sk;
 	struct caps c;
 	bool armed, near;
-	int counted, want;
+	int counted;
 
 	if (!skc || !sock_ops_connected(skc->skc_state))
 		return 0;
@@ -593,9 +602,7 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 	if (c.limited && !near) {
 		if (armed)
 			caps_release(sk, sk, se);
-		want = cb_flags_wanted(tp->bpf_sock_ops_cb_flags, false, true);
-		if (want != tp->bpf_sock_ops_cb_flags)
-			bpf_setsockopt(sk, SOL_TCP, TCP_BPF_SOCK_OPS_CB_FLAGS, &want, sizeof(want));
+		sweep_cb_flags_set(tp, false, true);
 		return 0;
 	}
 	enforce_init(sk, se);
@@ -608,9 +615,7 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 		return 0;
 	/* Sockets that predate the limits get the per-segment callback too
 	 * (TCP_BPF_SOCK_OPS_CB_FLAGS, kernel >= 6.11; older ones: sweeps only). */
-	want = cb_flags_wanted(tp->bpf_sock_ops_cb_flags, c.limited, c.limited);
-	if (want != tp->bpf_sock_ops_cb_flags)
-		bpf_setsockopt(sk, SOL_TCP, TCP_BPF_SOCK_OPS_CB_FLAGS, &want, sizeof(want));
+	sweep_cb_flags_set(tp, c.limited, c.limited);
 	return 0;
 }
 

@@ -29,13 +29,6 @@
 static const char *const leaves[] = { "a", "b", "p/c", "p/d" };
 #define NLEAVES (sizeof(leaves) / sizeof(leaves[0]))
 
-static int64_t tolerance(int64_t expected)
-{
-	int64_t pct = expected / 50;
-
-	return pct > 8 ? pct : 8;
-}
-
 static char *status_json(void)
 {
 	char *out = NULL;
@@ -66,11 +59,11 @@ static void check_against_oracle(const char *json, const char *path)
 	test_log("%s: usage_pages %" PRId64 ", sock_diag %" PRIu64 " pages in %" PRIu64
 		 " sockets", cg_rel(path), usage, k.pages, k.charged);
 	ASSERT_GT(k.pages, 0);
-	EXPECT_NEAR(usage, (int64_t)k.pages, tolerance(k.pages));
-	memcg = memcg_sock_bytes_settled(path, usage, tolerance(usage));
+	EXPECT_NEAR(usage, (int64_t)k.pages, skmem_tolerance(k.pages));
+	memcg = memcg_sock_bytes_settled(path, usage, skmem_tolerance(usage));
 	if (memcg >= 0) {
 		test_log("%s: memcg sock %" PRId64 " pages", cg_rel(path), memcg / 4096);
-		EXPECT_NEAR(usage, memcg / 4096, tolerance(memcg / 4096));
+		EXPECT_NEAR(usage, memcg / 4096, skmem_tolerance(memcg / 4096));
 	}
 }
 

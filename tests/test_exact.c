@@ -36,36 +36,17 @@ static int64_t usage_of(const char *path)
 	return v;
 }
 
-/*
- * tcpbufd's count against sock_diag's. A stalled load still moves now and
- * then (receivers collapse their queues when a zero-window probe comes in:
- * tcpbufd read 1,303 pages and sock_diag 1,216 just after, in the 6.1
- * guest), so a pair counts only if tcpbufd read the same before and after
- * sock_diag. Read again, for up to 5 s, until one such pair agrees; a hook
- * that misses charges is off in every quiet pair.
- */
 static void expect_agreement(const char *path)
 {
-	struct skmem_total k;
-	int64_t before, after = -1, memcg, tol = 8;
+	struct skmem_total k = {};
+	int64_t usage = usage_against_sock_diag(path, "", &k, 20), memcg;
+	int64_t tol = skmem_tolerance((int64_t)k.pages);
 
-	for (int i = 0; i < 20; i++) {
-		if (i)
-			msleep(250);
-		before = usage_of(path);
-		ASSERT_OK(skmem_subtree(path, &k));
-		after = usage_of(path);
-		tol = k.pages / 50 > 8 ? k.pages / 50 : 8;
-		test_log("%s: usage_pages %" PRId64 " then %" PRId64 ", sock_diag %" PRIu64
-			 " pages", cg_rel(path), before, after, k.pages);
-		if (before == after && llabs(after - (int64_t)k.pages) <= tol)
-			break;
-	}
-	EXPECT_NEAR(after, (int64_t)k.pages, tol);
-	memcg = memcg_sock_bytes_settled(path, after, tol);
+	EXPECT_NEAR(usage, (int64_t)k.pages, tol);
+	memcg = memcg_sock_bytes_settled(path, usage, tol);
 	test_log("%s: memcg %" PRId64 " pages", cg_rel(path), memcg < 0 ? -1 : memcg / 4096);
 	if (memcg >= 0)
-		EXPECT_NEAR(after, memcg / 4096, tol);
+		EXPECT_NEAR(usage, memcg / 4096, tol);
 }
 
 int main(void)

@@ -145,37 +145,20 @@ static char *limits_of(const char *json)
 	return out;
 }
 
-/* usage_pages of cg against sock_diag. The stalled load's footprint still
- * moves by a few dozen pages now and then (the kernel collapses receive
- * queues and reclaims forward allocations), so the oracle is read before
- * and after a fresh status, and only a pair that agrees is compared; json
- * (already taken) is used when the oracle sits still around it. */
+/* usage_pages of cg against sock_diag. json (already taken) counts when it
+ * agrees; the stalled load's footprint still moves by a few dozen pages now
+ * and then, so otherwise a quiet pair is read (usage_against_sock_diag()). */
 static void check_usage(const char *json, const char *cg, const char *when)
 {
-	struct skmem_total k0, k;
-	char *fresh = NULL;
+	struct skmem_total k;
 	int64_t usage = field(json, cg, "usage_pages");
-	int64_t tol;
 
 	ASSERT_OK(skmem_subtree(cg, &k));
-	for (int i = 0; i < 5; i++) {
-		tol = k.pages / 50 > 8 ? k.pages / 50 : 8;
-		if (llabs(usage - (int64_t)k.pages) <= tol)
-			break;
-		ASSERT_OK(skmem_subtree(cg, &k0));
-		free(fresh);
-		fresh = status_json();
-		usage = field(fresh, cg, "usage_pages");
-		ASSERT_OK(skmem_subtree(cg, &k));
-		if (k0.pages != k.pages)
-			test_log("%s: sock_diag moved from %" PRIu64 " to %" PRIu64 " pages around "
-				 "status; again", when, k0.pages, k.pages);
-	}
-	free(fresh);
-	tol = k.pages / 50 > 8 ? k.pages / 50 : 8;
+	if (llabs(usage - (int64_t)k.pages) > skmem_tolerance((int64_t)k.pages))
+		usage = usage_against_sock_diag(cg, parent_rel, &k, 5);
 	test_log("%s: %s usage_pages %" PRId64 ", sock_diag %" PRIu64, when, cg, usage, k.pages);
 	EXPECT_GT(k.pages, 0);
-	EXPECT_NEAR(usage, (int64_t)k.pages, tol);
+	EXPECT_NEAR(usage, (int64_t)k.pages, skmem_tolerance((int64_t)k.pages));
 }
 
 /* Expected start of the error line: "FILE:LINE: " or "FILE: ". */

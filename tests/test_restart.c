@@ -54,11 +54,6 @@ static int64_t field(const char *json, const char *cg, const char *key)
 	return r == JSON_FOUND ? v : r == JSON_NULL ? -2 : -3;
 }
 
-static int64_t tolerance(int64_t pages)
-{
-	return pages / 50 > 8 ? pages / 50 : 8;
-}
-
 /* w's entry of the pinned cgroup_usage map, read without the daemon. */
 static struct cgroup_usage pinned_usage(const char *cg)
 {
@@ -168,11 +163,11 @@ int main(void)
 	events1 = field(json, w, "pressure_events");
 	test_log("%s mode; before the kill: w usage %" PRId64 " peak %" PRId64 ", sock_diag %" PRIu64,
 		 exact ? "exact" : "sampled", usage1, peak1, oracle_pages(w));
-	EXPECT_NEAR(usage1, (int64_t)oracle_pages(w), tolerance(usage1));
+	EXPECT_NEAR(usage1, (int64_t)oracle_pages(w), skmem_tolerance(usage1));
 	check_limits(json, "before the kill");
 	free(json);
 
-	EXPECT_NEAR(b_charged, (int64_t)oracle_pages(wb), tolerance(b_charged));
+	EXPECT_NEAR(b_charged, (int64_t)oracle_pages(wb), skmem_tolerance(b_charged));
 
 	/* 1. Killed: the pinned programs keep counting. Closing B takes back
 	 * exactly what B's sockets had charged. In sampled mode that is their
@@ -195,11 +190,11 @@ int main(void)
 		 b_charged, b_pages, (int64_t)m0.usage_pages, (int64_t)m1.usage_pages);
 	EXPECT_GT(b_pages, 0);
 	EXPECT_NEAR((int64_t)(m0.usage_pages - m1.usage_pages), exact ? b_pages : b_charged,
-		    tolerance(b_pages));
+		    skmem_tolerance(b_pages));
 	EXPECT_EQ(pinned_usage(wb).usage_pages, 0);
 	if (exact)
 		EXPECT_NEAR((int64_t)m1.usage_pages, (int64_t)oracle_pages(w),
-			    tolerance(m1.usage_pages));
+			    skmem_tolerance(m1.usage_pages));
 	lc = stalled(wa);
 	m2 = pinned_usage(w);
 	test_log("daemon down: load C raised it to %" PRId64 " (sock_diag %" PRIu64 ")",
@@ -207,7 +202,7 @@ int main(void)
 	EXPECT_GT(m2.usage_pages, m1.usage_pages);
 	if (exact)
 		EXPECT_NEAR((int64_t)m2.usage_pages, (int64_t)oracle_pages(w),
-			    tolerance(m2.usage_pages));
+			    skmem_tolerance(m2.usage_pages));
 	EXPECT_GE(m2.peak_pages, peak1);
 
 	/* 2. Restarted: adopted, same values, nothing reset. */
@@ -217,7 +212,7 @@ int main(void)
 	usage = field(json, w, "usage_pages");
 	test_log("after the restart: w usage %" PRId64 " peak %" PRId64 ", sock_diag %" PRIu64,
 		 usage, field(json, w, "peak_pages"), oracle_pages(w));
-	EXPECT_NEAR(usage, (int64_t)oracle_pages(w), tolerance(usage));
+	EXPECT_NEAR(usage, (int64_t)oracle_pages(w), skmem_tolerance(usage));
 	EXPECT_GE(field(json, w, "peak_pages"), peak1);
 	EXPECT_GE(field(json, w, "peak_pages"), (int64_t)m2.peak_pages);
 	EXPECT_EQ(field(json, w, "failcnt"), failcnt1);
@@ -233,7 +228,7 @@ int main(void)
 	json = status_json();
 	usage = field(json, w, "usage_pages");
 	test_log("fresh start: w usage %" PRId64 ", sock_diag %" PRIu64, usage, oracle_pages(w));
-	EXPECT_NEAR(usage, (int64_t)oracle_pages(w), tolerance(usage));
+	EXPECT_NEAR(usage, (int64_t)oracle_pages(w), skmem_tolerance(usage));
 	check_limits(json, "after a fresh start");
 	free(json);
 

@@ -7,6 +7,7 @@
 #include "harness.h"
 
 #include <dirent.h>
+#include <inttypes.h>
 #include <errno.h>
 #include <limits.h>
 #include <stddef.h>
@@ -318,4 +319,41 @@ int64_t memcg_sock_bytes_settled(const char *path, int64_t want_pages, int64_t t
 		v = memcg_sock_bytes(path);
 	}
 	return v;
+}
+
+static int64_t status_usage(const char *path, const char *filter)
+{
+	char *out = NULL;
+	int64_t v = -1;
+
+	if (ctl(&out, "status --json %s", filter) ||
+	    json_cgroup_field(out, path, "usage_pages", &v) != JSON_FOUND)
+		v = -1;
+	free(out);
+	return v;
+}
+
+int64_t usage_against_sock_diag(const char *path, const char *filter, struct skmem_total *k,
+				int tries)
+{
+	char *rel = cg_rel(path);
+	int64_t before, after = -1;
+
+	for (int i = 0; i < tries; i++) {
+		if (i)
+			msleep(250);
+		before = status_usage(path, filter);
+		if (skmem_subtree(path, k)) {
+			after = -1;
+			break;
+		}
+		after = status_usage(path, filter);
+		test_log("%s: usage_pages %" PRId64 " then %" PRId64 ", sock_diag %" PRIu64
+			 " pages", rel ? rel : path, before, after, k->pages);
+		if (before == after &&
+		    llabs(after - (int64_t)k->pages) <= skmem_tolerance((int64_t)k->pages))
+			break;
+	}
+	free(rel);
+	return after;
 }

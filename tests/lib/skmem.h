@@ -72,4 +72,23 @@ int64_t memcg_sock_bytes(const char *path);
  * flush every 2 s, so a quiet cgroup's `sock` can lag for that long. */
 int64_t memcg_sock_bytes_settled(const char *path, int64_t want_pages, int64_t tol_pages);
 
+/* How far tcpbufd's count may be from the kernel's: 2%, at least 8 pages. */
+static inline int64_t skmem_tolerance(int64_t pages)
+{
+	return pages / 50 > 8 ? pages / 50 : 8;
+}
+
+/*
+ * tcpbufd's usage_pages of @path (`status --json @filter`) and sock_diag's
+ * count of its subtree (*@k), read as a pair that can be compared. A load
+ * held still moves now and then (a receiver collapses its queue when a
+ * zero-window probe comes in: tcpbufd read 1,303 pages and sock_diag 1,216
+ * just after, in the 6.1 guest), so a pair counts only if tcpbufd read the
+ * same before and after sock_diag; read again, up to @tries pairs 250 ms
+ * apart, until such a pair is within skmem_tolerance(). A count that misses
+ * charges is off in every quiet pair. The last usage, -1 if status failed.
+ */
+int64_t usage_against_sock_diag(const char *path, const char *filter, struct skmem_total *k,
+				int tries);
+
 #endif /* TCPBUF_TEST_SKMEM_H */
