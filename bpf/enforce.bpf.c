@@ -94,7 +94,7 @@ static __always_inline void cb_flags_set(struct bpf_sock_ops *skops, bool armed,
 			(se)->set_rcvbuf = (sk)->sk_rcvbuf;			\
 	}									\
 	(se)->state = TCPBUF_STATE_NORMAL;					\
-	(se)->flags &= ~(TCPBUF_SE_LIMITED | TCPBUF_SE_FAR);			\
+	(se)->flags &= ~(TCPBUF_SE_LIMITED | TCPBUF_SE_SETTLED | TCPBUF_SE_SND_AT_CAP);			\
 })
 
 /*
@@ -146,7 +146,7 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 	if (!sc)
 		return 1;
 	se = &sc->enforce;
-	if (!established && caps_still_far(sk, tp, se))
+	if (!established && caps_still_settled(sk, tp, se))
 		return 1;
 	near_before = caps_compute(sk, tp, sc, &c);
 	/* Nothing to do for it, nor to undo. */
@@ -176,7 +176,7 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 	else
 		notice_user_change(sk, se);
 	caps_apply(skops, sk, &c, se);
-	caps_far_note(tp, se, &c);
+	caps_settled_note(sk, tp, se, &c);
 	cb_flags_set(skops, true, true);
 	return 1;
 }
@@ -608,7 +608,7 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 	enforce_init(sk, se);
 	notice_user_change(sk, se);
 	caps_apply(sk, sk, &c, se);
-	caps_far_note(tp, se, &c);
+	caps_settled_note(sk, tp, se, &c);
 	/* Armed before and still limited: its callbacks were set when it was
 	 * armed (a cache line of the socket fewer to read). */
 	if (armed && c.limited)

@@ -52,6 +52,7 @@ const volatile __u64 sock_bound_pages = 2624;
 struct caps {
 	__s64 snd;	/* ceiling for sk_sndbuf, bytes (0: minimal) */
 	__s64 rcv;	/* ceiling for sk_rcvbuf, bytes; CAP_NONE: leave to autotuning */
+	__s64 room;	/* the least share of a headroom any level's guards gave it */
 	__u32 state;	/* strictest state among the limited ancestors */
 	bool limited;	/* some ancestor has limits */
 };
@@ -150,10 +151,12 @@ static __always_inline void caps_level(struct caps *c, const struct cgroup_usage
 		 * granted beyond it. */
 		bool to_pressure = state == TCPBUF_STATE_NORMAL && l->pressure_pages;
 		__s64 target = to_pressure ? l->pressure_pages : l->max_pages - reserve;
-		__s64 share;
+		__s64 share = headroom_share(target, used, n);
+		__s64 rcv_share = to_pressure ? headroom_share(l->max_pages - reserve, used, n)
+					      : share;
 
-		share = headroom_share(target, used, n) - chunk;
-
+		c->room = min_s64(c->room, min_s64(share, rcv_share));
+		share -= chunk;
 		snd = share > 0 ? unsent + share : 0;
 		/* Below pressure, never less than two skbs: with one in flight
 		 * the receiver acknowledges it only when its delayed-ACK timer
@@ -171,7 +174,7 @@ static __always_inline void caps_level(struct caps *c, const struct cgroup_usage
 		 * recovers from only on its retransmission timer, backed off
 		 * to seconds by then. Far from max this is above what
 		 * autotuning reaches and changes nothing. */
-		rcv = rmem + headroom_share(l->max_pages - reserve, used, n);
+		rcv = rmem + rcv_share;
 	}
 	if (state == TCPBUF_STATE_MAX) {
 		/* Writers to the minimum; receive buffers to what they hold:
@@ -346,7 +349,8 @@ static __always_inline bool caps_compute(struct sock *sk, const struct tcp_sock 
 		.unsent = unsent_bytes(sk, tp),
 		.rmem = sk->sk_backlog.rmem_alloc.counter,
 		.chunk = send_chunk_bytes(tp),
-		.c = { .snd = CAP_NONE, .rcv = CAP_NONE, .state = TCPBUF_STATE_NORMAL },
+		.c = { .snd = CAP_NONE, .rcv = CAP_NONE, .room = CAP_NONE,
+		       .state = TCPBUF_STATE_NORMAL },
 	};
 	bool stale;
 
@@ -590,43 +594,57 @@ static __always_inline bool buf_differs(__s64 cur, __s64 target, bool owned)
 })
 
 /*
- * Far from its thresholds, a socket's caps are far above anything the kernel
- * would give it: its share of the headroom is at least twice the most
- * SO_SNDBUF/SO_RCVBUF give (the sizes autotuning stops at), in normal state.
- * Its caps are then not recomputed at every segment, only once per
- * TCPBUF_FAR_RECHECK_US, or at once when something only a full pass handles
- * happens (below). Halving a share that large takes the subtree's usage or
- * its number of sockets far more than a millisecond to do, and a state change
- * reaches every socket through the sweep anyway.
+ * A socket whose caps cannot change soon has them recomputed only once per
+ * TCPBUF_SETTLED_RECHECK_US, or at once when something only a full pass
+ * handles happens (caps_still_settled()); a state change reaches every
+ * socket through the sweep anyway. Settled:
+ * - far: normal state, and its shares of the headroom at least twice the
+ *   most SO_SNDBUF/SO_RCVBUF give (the sizes autotuning stops at);
+ * - in pressure, held to its fair share with the headroom to max at least
+ *   twice that share (and an skb): the share moves only with the subtree's
+ *   socket count, and usage would have to climb by half the headroom, with
+ *   every socket held to its share, before the guards took over.
+ * Halving shares that large takes far longer than a millisecond.
  */
-#define TCPBUF_FAR_RECHECK_US	1000
+#define TCPBUF_SETTLED_RECHECK_US	1000
+#define TCPBUF_SEND_CHUNK_MAX		(65536 + 2048)	/* send_chunk_bytes() at most */
 
-static __always_inline void caps_far_note(const struct tcp_sock *tp, struct sock_enforce *se,
-					  const struct caps *c)
+static __always_inline void caps_settled_note(struct sock *sk, const struct tcp_sock *tp,
+					      struct sock_enforce *se, const struct caps *c)
 {
-	if (c->limited && c->state == TCPBUF_STATE_NORMAL &&
-	    c->snd >= 2 * (__s64)sndbuf_ceiling && c->rcv >= 2 * (__s64)rcvbuf_ceiling) {
-		se->flags |= TCPBUF_SE_FAR;
-		se->eval_us = (__u32)tp->tcp_mstamp;	/* read only for FAR */
-	} else {
-		se->flags &= ~TCPBUF_SE_FAR;
-	}
+	__s64 cur = sk->sk_sndbuf;
+	bool far = c->state == TCPBUF_STATE_NORMAL && c->snd >= 2 * (__s64)sndbuf_ceiling &&
+		   c->rcv >= 2 * (__s64)rcvbuf_ceiling;
+	bool fair = c->state == TCPBUF_STATE_PRESSURE &&
+		    c->room >= 2 * max_s64(c->snd + TCPBUF_SEND_CHUNK_MAX, c->rcv);
+
+	se->flags &= ~(TCPBUF_SE_SETTLED | TCPBUF_SE_SND_AT_CAP);
+	if (!c->limited || !(far || fair))
+		return;
+	se->flags |= TCPBUF_SE_SETTLED;
+	se->eval_us = (__u32)tp->tcp_mstamp;	/* read only while settled */
+	/* No growth the full pass would grant (buf_differs()). */
+	if (c->snd <= cur + max_s64(cur >> 3, TCPBUF_PAGE_SIZE))
+		se->flags |= TCPBUF_SE_SND_AT_CAP;
 }
 
 /* Whether a per-segment callback may skip the full pass (see above). */
-static __always_inline bool caps_still_far(struct sock *sk, const struct tcp_sock *tp,
-					   const struct sock_enforce *se)
+static __always_inline bool caps_still_settled(struct sock *sk, const struct tcp_sock *tp,
+					       const struct sock_enforce *se)
 {
 	__u32 f = se->flags;
 
-	if (!(f & TCPBUF_SE_FAR) || (__u32)tp->tcp_mstamp - se->eval_us >= TCPBUF_FAR_RECHECK_US)
+	if (!(f & TCPBUF_SE_SETTLED) ||
+	    (__u32)tp->tcp_mstamp - se->eval_us >= TCPBUF_SETTLED_RECHECK_US)
 		return false;
 	/* The application set a size: remembered by the full pass. */
 	if (((f & TCPBUF_SE_SNDBUF_SET) && sk->sk_sndbuf != se->set_sndbuf) ||
 	    ((f & TCPBUF_SE_RCVBUF_SET) && sk->sk_rcvbuf != se->set_rcvbuf))
 		return false;
-	/* Its writer keeps sk_sndbuf half full: the full pass grows it. */
-	if (sk->sk_wmem_queued >= sk->sk_sndbuf >> 1 && sk->sk_sndbuf < sndbuf_ceiling)
+	/* Its writer keeps sk_sndbuf half full: the full pass grows it, unless
+	 * it is at its cap. */
+	if (!(f & TCPBUF_SE_SND_AT_CAP) && sk->sk_wmem_queued >= sk->sk_sndbuf >> 1 &&
+	    sk->sk_sndbuf < sndbuf_ceiling)
 		return false;
 	/* It just became one of the subtree's writers: counted there. */
 	return (f & TCPBUF_SE_SENDER) || !tp->bytes_sent;

@@ -90,7 +90,9 @@ struct cgroup_usage {
 #define TCPBUF_SE_RCVBUF_SET	4	/* sk_rcvbuf is ours */
 #define TCPBUF_SE_COUNTED	8	/* counted in cgroup_usage.established.sockets */
 #define TCPBUF_SE_SENDER	16	/* counted in cgroup_usage.established.senders */
-#define TCPBUF_SE_FAR		32	/* caps far above what the kernel would give it */
+#define TCPBUF_SE_SETTLED	32	/* caps need no new pass for a while (caps_settled_note()) */
+#define TCPBUF_SE_SND_AT_CAP	64	/* settled with sk_sndbuf at its cap: growth is no reason
+					 * for a new pass */
 
 /* The kernel's sk_userlocks bits (include/net/sock.h). */
 #define TCPBUF_SNDBUF_LOCK	1
@@ -108,7 +110,7 @@ struct sock_enforce {
 	__s32 user_rcvbuf;	/* sk_rcvbuf the application chose (if locked) */
 	__s32 set_sndbuf;	/* sk_sndbuf as tcpbufd last set it */
 	__s32 set_rcvbuf;	/* sk_rcvbuf as tcpbufd last set it */
-	__u32 eval_us;		/* tcp_mstamp (low 32 bits) when its caps were last found far */
+	__u32 eval_us;		/* tcp_mstamp (low 32 bits) when its caps were last found settled */
 };
 
 /*
