@@ -173,6 +173,7 @@ static __always_inline bool usage_limited(const struct cgroup_usage *u)
 static __always_inline void cgroup_state_update(__u64 id, struct cgroup_usage *usage, __s64 now)
 {
 	const struct cgroup_limits *l = &usage->limits;
+	struct tcpbuf_enforce_ctl *ctl;
 	struct tcpbuf_state_event *ev;
 	__u32 old = usage->state, new;
 	__u64 crossed = 0;
@@ -187,6 +188,9 @@ static __always_inline void cgroup_state_update(__u64 id, struct cgroup_usage *u
 				&crossed);
 	if (new == old || !__sync_bool_compare_and_swap(&usage->state, old, new))
 		return;
+	ctl = enforce_ctl_get();
+	if (ctl)
+		__sync_fetch_and_add(&ctl->state_gen, 1);
 	if (old == TCPBUF_STATE_NORMAL)
 		__sync_fetch_and_add(&usage->pressure_events, 1);
 	ev = bpf_ringbuf_reserve(&enforce_events, sizeof(*ev), 0);

@@ -617,12 +617,14 @@ static __always_inline void caps_settled_note(struct sock *sk, const struct tcp_
 		   c->rcv >= 2 * (__s64)rcvbuf_ceiling;
 	bool fair = c->state == TCPBUF_STATE_PRESSURE &&
 		    c->room >= 2 * max_s64(c->snd + TCPBUF_SEND_CHUNK_MAX, c->rcv);
+	struct tcpbuf_enforce_ctl *ctl;
 
 	se->flags &= ~(TCPBUF_SE_SETTLED | TCPBUF_SE_SND_AT_CAP);
-	if (!c->limited || !(far || fair))
+	if (!c->limited || !(far || fair) || !(ctl = enforce_ctl_get()))
 		return;
 	se->flags |= TCPBUF_SE_SETTLED;
 	se->eval_us = (__u32)tp->tcp_mstamp;	/* read only while settled */
+	se->state_gen = ctl->state_gen;
 	/* No growth the full pass would grant (buf_differs()). */
 	if (c->snd <= cur + max_s64(cur >> 3, TCPBUF_PAGE_SIZE))
 		se->flags |= TCPBUF_SE_SND_AT_CAP;
@@ -632,10 +634,17 @@ static __always_inline void caps_settled_note(struct sock *sk, const struct tcp_
 static __always_inline bool caps_still_settled(struct sock *sk, const struct tcp_sock *tp,
 					       const struct sock_enforce *se)
 {
+	struct tcpbuf_enforce_ctl *ctl;
 	__u32 f = se->flags;
 
 	if (!(f & TCPBUF_SE_SETTLED) ||
 	    (__u32)tp->tcp_mstamp - se->eval_us >= TCPBUF_SETTLED_RECHECK_US)
+		return false;
+	/* Some limited cgroup changed state since: caps lift (or tighten) at
+	 * this segment, not a millisecond later; a cgroup flapping at a
+	 * threshold needs its writers' caps lifted the moment it eases. */
+	ctl = enforce_ctl_get();
+	if (!ctl || ctl->state_gen != se->state_gen)
 		return false;
 	/* The application set a size: remembered by the full pass. */
 	if (((f & TCPBUF_SE_SNDBUF_SET) && sk->sk_sndbuf != se->set_sndbuf) ||

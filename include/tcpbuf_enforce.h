@@ -19,7 +19,11 @@ struct tcpbuf_enforce_ctl {
 	 * 0): a socket's sock_charge.limited read at an older generation is
 	 * read again. The daemon leaves it as it is. */
 	__u32 limits_gen;
-	__u32 pad;
+	/* Bumped at every state change of a limited cgroup, so a socket whose
+	 * caps are settled (enforce_policy.bpf.h) looks again at its next
+	 * segment. The daemon's rare rewrite of this entry may lose a bump:
+	 * the socket then looks again within a millisecond anyway. */
+	__u32 state_gen;
 };
 
 /* Map "sweep_targets" (hash, key: cgroup id; the daemon's, not pinned): the

@@ -111,6 +111,7 @@ struct sock_enforce {
 	__s32 set_sndbuf;	/* sk_sndbuf as tcpbufd last set it */
 	__s32 set_rcvbuf;	/* sk_rcvbuf as tcpbufd last set it */
 	__u32 eval_us;		/* tcp_mstamp (low 32 bits) when its caps were last found settled */
+	__u32 state_gen;	/* tcpbuf_enforce_ctl.state_gen then */
 };
 
 /*
