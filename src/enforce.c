@@ -63,6 +63,10 @@ struct enforcer {
 	unsigned limited;	/* cgroups with limits, as enforce_ctl has it */
 	int hold_fd;		/* timerfd: far for NEAR_HOLD_MS, then unlink */
 	bool hold_armed;
+	int pace_fd;		/* timerfd: the next sweep for events is due */
+	bool pace_armed;
+	bool pacing;		/* sweeps have waited since the last immediate one */
+	double sweep_done_ms, sweep_took_ms;	/* the last sweep for events */
 	bool near_since_hold;	/* a cgroup turned near since the hold was armed */
 	bool by_pointer;	/* targets by struct cgroup address (iter/cgroup) */
 	struct bpf_program *ingress_prog;
@@ -73,7 +77,8 @@ struct enforcer {
 	/* limits as last seen (sorted by id), to sweep where they change */
 	struct limit_entry *limits;
 	size_t n_limits;
-	/* state changes read from the ring buffer, logged after the sweep */
+	/* state changes read from the ring buffer, logged after the sweep; kept
+	 * across reads while that sweep waits for its turn (sweep_wait_ms()) */
 	struct tcpbuf_state_event batch[MAX_EVENTS_PER_BATCH];
 	size_t n_batch, dropped;
 	bool near_up, far_seen;	/* in this batch, some cgroup turned near; far */
@@ -437,6 +442,42 @@ static void hold_arm(struct enforcer *e)
 		e->hold_armed = true;
 }
 
+/*
+ * Sweeps for events are paced, so that a cgroup flapping at a threshold
+ * cannot take the daemon's core: a TCP_STREAM under a 256 KiB pressure
+ * threshold changed state 136-1,770 times a second, and every sweep walks
+ * every socket of the host (0.4 ms with none, 38-74 ms with 100,000); the
+ * daemon took up to 93% of a core. Armed sockets take the new state at their
+ * next segment anyway; the sweep is for the others. The next sweep waits
+ * until SWEEP_GAP_RATIO times what the last one took (and SWEEP_GAP_MIN_MS)
+ * has passed since it ended: sweeps then take at most a fifth of a core, and
+ * the events of the wait go in one sweep. After a quiet spell a sweep is
+ * immediate, as before.
+ */
+#define SWEEP_GAP_MIN_MS	1.0
+#define SWEEP_GAP_RATIO		4.0
+
+static double sweep_wait_ms(const struct enforcer *e)
+{
+	double gap = e->sweep_took_ms * SWEEP_GAP_RATIO;
+
+	if (gap < SWEEP_GAP_MIN_MS)
+		gap = SWEEP_GAP_MIN_MS;
+	return e->sweep_done_ms + gap - mono_ms();
+}
+
+static void pace_arm(struct enforcer *e, double ms)
+{
+	long ns = (long)(ms * 1e6) + 1;
+	struct itimerspec its = {
+		.it_value.tv_sec = ns / 1000000000L,
+		.it_value.tv_nsec = ns % 1000000000L,
+	};
+
+	if (!e->pace_armed && !timerfd_settime(e->pace_fd, 0, &its, NULL))
+		e->pace_armed = true;
+}
+
 int enforce_hold_fd(const struct enforcer *e)
 {
 	return e->hold_fd;
@@ -474,12 +515,11 @@ int enforce_hold_expired(struct enforcer *e, const struct cgroup_tree *tree)
 int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 {
 	uint64_t ids[MAX_EVENTS_PER_BATCH];
-	bool near_up;
-	double done_ms;
+	size_t dropped = e->dropped;
+	double done_ms, wait_ms;
+	bool near_up, lost;
 	int err = 0;
 
-	e->n_batch = 0;
-	e->dropped = 0;
 	e->near_up = e->far_seen = false;
 	err = ring_buffer__consume(e->events);
 	if (err < 0)
@@ -487,22 +527,40 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 	if (!e->n_batch && !e->dropped && !e->near_up && !e->far_seen)
 		return 0;
 	err = 0;
-	near_up = e->near_up || (e->dropped && near_any(e));
+	lost = e->dropped > dropped;	/* in this read */
+	near_up = e->near_up || (lost && near_any(e));
 	if (near_up) {
 		e->near_since_hold = true;
 		err = near_links(e, true);
 	}
-	if ((e->far_seen || e->dropped) && e->near == 1 && !e->hold_armed) {
+	if ((e->far_seen || lost) && e->near == 1 && !e->hold_armed) {
 		e->near_since_hold = false;
 		hold_arm(e);
 	}
-	if (e->n_batch || e->dropped) {
-		for (size_t i = 0; i < e->n_batch; i++)
-			ids[i] = e->batch[i].cgroup_id;
-		err = sweep(e, false, !e->dropped && targets_set(e, tree, ids, e->n_batch)) ?: err;
-		targets_clear(e);
+	if (!e->n_batch && !e->dropped)
+		return err;
+	wait_ms = sweep_wait_ms(e);
+	if (wait_ms > 0) {
+		/* Said once per busy spell: the reaction times logged then
+		 * include the wait. */
+		if (!e->pacing)
+			log_info("state changes come faster than sweeps should run: sweeps paced, "
+				 "the next in %.1f ms (the last took %.2f ms; at most 1/%.0f of a core)",
+				 wait_ms, e->sweep_took_ms, SWEEP_GAP_RATIO + 1);
+		e->pacing = true;
+		pace_arm(e, wait_ms);
+		return err;
 	}
+	if (!e->pace_armed && e->pacing && mono_ms() - e->sweep_done_ms > 1000)
+		e->pacing = false;	/* quiet for a second: a new spell is said again */
+	for (size_t i = 0; i < e->n_batch; i++)
+		ids[i] = e->batch[i].cgroup_id;
 	done_ms = mono_ms();
+	err = sweep(e, false, !e->dropped && targets_set(e, tree, ids, e->n_batch)) ?: err;
+	targets_clear(e);
+	e->sweep_done_ms = mono_ms();
+	e->sweep_took_ms = e->sweep_done_ms - done_ms;
+	done_ms = e->sweep_done_ms;
 	for (size_t i = 0; i < e->n_batch; i++) {
 		const struct tcpbuf_state_event *ev = &e->batch[i];
 		const char *path = tree ? cgroup_tree_path(tree, ev->cgroup_id) : NULL;
@@ -515,7 +573,24 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 	}
 	if (e->dropped)
 		log_info("%zu more state changes in this batch", e->dropped);
+	e->n_batch = 0;
+	e->dropped = 0;
 	return err;
+}
+
+int enforce_pace_fd(const struct enforcer *e)
+{
+	return e->pace_fd;
+}
+
+int enforce_pace_expired(struct enforcer *e, const struct cgroup_tree *tree)
+{
+	uint64_t n;
+
+	if (read(e->pace_fd, &n, sizeof(n)) != sizeof(n))
+		return 0;
+	e->pace_armed = false;
+	return enforce_handle_events(e, tree);
 }
 
 int enforce_events_fd(const struct enforcer *e)
@@ -995,8 +1070,13 @@ int enforce_start(const struct enforce_opts *o, struct enforcer **out)
 	e->mode = o->mode;
 	e->near = -1;
 	e->hold_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (e->hold_fd < 0) {
+	e->pace_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (e->hold_fd < 0 || e->pace_fd < 0) {
 		err = -errno;
+		if (e->hold_fd >= 0)
+			close(e->hold_fd);
+		if (e->pace_fd >= 0)
+			close(e->pace_fd);
 		free(e);
 		return err;
 	}
@@ -1061,6 +1141,7 @@ void enforce_close(struct enforcer *e)
 		return;
 	ring_buffer__free(e->events);
 	close(e->hold_fd);
+	close(e->pace_fd);
 	bpf_link__destroy(e->sweep_link);
 	tops_clear(e);
 	free(e->tops);

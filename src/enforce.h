@@ -40,8 +40,12 @@ int enforce_events_fd(const struct enforcer *e);
  * enforce_hold_expired(), which unlinks what runs per segment if still so. */
 int enforce_hold_fd(const struct enforcer *e);
 int enforce_hold_expired(struct enforcer *e, const struct cgroup_tree *tree);
-/* Log the reported state changes and sweep once; @tree names the cgroups. */
+/* Log the reported state changes and sweep once; @tree names the cgroups.
+ * A sweep too soon after the last waits: enforce_pace_fd() is readable when
+ * it is due, then call enforce_pace_expired(). */
 int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree);
+int enforce_pace_fd(const struct enforcer *e);
+int enforce_pace_expired(struct enforcer *e, const struct cgroup_tree *tree);
 
 /*
  * The limited cgroups are now exactly @cgs (their limits already in the

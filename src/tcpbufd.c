@@ -319,7 +319,7 @@ static int event_loop(struct daemon *d)
 	struct epoll_event events[8];
 	struct signalfd_siginfo si;
 	sigset_t mask;
-	int ep, sfd, poll_fd, sample_fd, watch_fd = -1, enforce_fd, hold_fd, n, i;
+	int ep, sfd, poll_fd, sample_fd, watch_fd = -1, enforce_fd, hold_fd, pace_fd, n, i;
 	int watchdog_fd = notify_watchdog_timer();
 	bool running = true;
 
@@ -359,6 +359,8 @@ static int event_loop(struct daemon *d)
 	epoll_add(ep, enforce_fd);
 	hold_fd = enforce_hold_fd(d->enforce);
 	epoll_add(ep, hold_fd);
+	pace_fd = enforce_pace_fd(d->enforce);
+	epoll_add(ep, pace_fd);
 
 	while (running) {
 		n = epoll_wait(ep, events, 8, -1);
@@ -391,6 +393,8 @@ static int event_loop(struct daemon *d)
 				enforce_handle_events(d->enforce, &d->tree);
 			} else if (fd == hold_fd) {
 				enforce_hold_expired(d->enforce, &d->tree);
+			} else if (fd == pace_fd) {
+				enforce_pace_expired(d->enforce, &d->tree);
 			} else if (fd == watchdog_fd) {
 				if (timer_expired(watchdog_fd))
 					notify_watchdog();
