@@ -594,10 +594,10 @@ static __always_inline bool buf_differs(__s64 cur, __s64 target, bool owned)
 })
 
 /*
- * A socket whose caps cannot change soon has them recomputed only once per
- * TCPBUF_SETTLED_RECHECK_US, or at once when something only a full pass
- * handles happens (caps_still_settled()); a state change reaches every
- * socket through the sweep anyway. Settled:
+ * A socket whose caps cannot change soon has them recomputed only about once
+ * a millisecond (TCPBUF_SETTLED_RECHECK_T), or at once when something only
+ * a full pass handles happens (caps_still_settled()), a state change of any
+ * limited cgroup among them. Settled:
  * - far: normal state, and its shares of the headroom at least twice the
  *   most SO_SNDBUF/SO_RCVBUF give (the sizes autotuning stops at);
  * - in pressure, held to its fair share with the headroom to max at least
@@ -606,8 +606,15 @@ static __always_inline bool buf_differs(__s64 cur, __s64 target, bool owned)
  *   every socket held to its share, before the guards took over.
  * Halving shares that large takes far longer than a millisecond.
  */
-#define TCPBUF_SETTLED_RECHECK_US	1000
+#define TCPBUF_SETTLED_RECHECK_T	16	/* 1.024 ms in 64 us units (settled_now()) */
 #define TCPBUF_SEND_CHUNK_MAX		(65536 + 2048)	/* send_chunk_bytes() at most */
+
+/* tcp_mstamp (us) in the 64 us units of sock_enforce.eval_t: wraps after
+ * 4.2 s, when a socket silent that long may skip one more millisecond. */
+static __always_inline __u16 settled_now(const struct tcp_sock *tp)
+{
+	return (__u16)((__u32)tp->tcp_mstamp >> 6);
+}
 
 static __always_inline void caps_settled_note(struct sock *sk, const struct tcp_sock *tp,
 					      struct sock_enforce *se, const struct caps *c)
@@ -623,7 +630,7 @@ static __always_inline void caps_settled_note(struct sock *sk, const struct tcp_
 	if (!c->limited || !(far || fair) || !(ctl = enforce_ctl_get()))
 		return;
 	se->flags |= TCPBUF_SE_SETTLED;
-	se->eval_us = (__u32)tp->tcp_mstamp;	/* read only while settled */
+	se->eval_t = settled_now(tp);	/* read only while settled */
 	se->state_gen = ctl->state_gen;
 	/* No growth the full pass would grant (buf_differs()). */
 	if (c->snd <= cur + max_s64(cur >> 3, TCPBUF_PAGE_SIZE))
@@ -638,13 +645,13 @@ static __always_inline bool caps_still_settled(struct sock *sk, const struct tcp
 	__u32 f = se->flags;
 
 	if (!(f & TCPBUF_SE_SETTLED) ||
-	    (__u32)tp->tcp_mstamp - se->eval_us >= TCPBUF_SETTLED_RECHECK_US)
+	    (__u16)(settled_now(tp) - se->eval_t) >= TCPBUF_SETTLED_RECHECK_T)
 		return false;
 	/* Some limited cgroup changed state since: caps lift (or tighten) at
 	 * this segment, not a millisecond later; a cgroup flapping at a
 	 * threshold needs its writers' caps lifted the moment it eases. */
 	ctl = enforce_ctl_get();
-	if (!ctl || ctl->state_gen != se->state_gen)
+	if (!ctl || (__u16)ctl->state_gen != se->state_gen)
 		return false;
 	/* The application set a size: remembered by the full pass. */
 	if (((f & TCPBUF_SE_SNDBUF_SET) && sk->sk_sndbuf != se->set_sndbuf) ||

@@ -12,7 +12,7 @@
 #include <linux/types.h>
 #endif
 
-#define TCPBUF_LAYOUT_VERSION	8
+#define TCPBUF_LAYOUT_VERSION	9
 
 /* Deepest cgroup level charged; deeper cgroups charge their ancestors up to here. */
 #define TCPBUF_MAX_DEPTH	16
@@ -110,8 +110,11 @@ struct sock_enforce {
 	__s32 user_rcvbuf;	/* sk_rcvbuf the application chose (if locked) */
 	__s32 set_sndbuf;	/* sk_sndbuf as tcpbufd last set it */
 	__s32 set_rcvbuf;	/* sk_rcvbuf as tcpbufd last set it */
-	__u32 eval_us;		/* tcp_mstamp (low 32 bits) when its caps were last found settled */
-	__u32 state_gen;	/* tcpbuf_enforce_ctl.state_gen then */
+	/* 16 bits each, so the struct stays 24 bytes and sock_charge's first
+	 * cache line keeps the first ancestors (a charge reads them). */
+	__u16 eval_t;		/* tcp_mstamp in 64 us units (low 16 bits) when its caps
+				 * were last found settled */
+	__u16 state_gen;	/* tcpbuf_enforce_ctl.state_gen (low 16 bits) then */
 };
 
 /*
