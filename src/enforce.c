@@ -541,12 +541,17 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 		return err;
 	wait_ms = sweep_wait_ms(e);
 	if (wait_ms > 0) {
-		/* Said once per busy spell: the reaction times logged then
-		 * include the wait. */
-		if (!e->pacing)
-			log_info("state changes come faster than sweeps should run: sweeps paced, "
+		/* Said once per busy spell, naming the latest cgroup to
+		 * change: the reaction times logged then include the wait. */
+		if (!e->pacing) {
+			const struct tcpbuf_state_event *ev = &e->batch[e->n_batch ? e->n_batch - 1 : 0];
+			const char *path = e->n_batch && tree ?
+					   cgroup_tree_path(tree, ev->cgroup_id) : NULL;
+
+			log_info("%s: state changes come faster than sweeps should run: sweeps paced, "
 				 "the next in %.1f ms (the last took %.2f ms; at most 1/%.0f of a core)",
-				 wait_ms, e->sweep_took_ms, SWEEP_GAP_RATIO + 1);
+				 path ? path : "?", wait_ms, e->sweep_took_ms, SWEEP_GAP_RATIO + 1);
+		}
 		e->pacing = true;
 		pace_arm(e, wait_ms);
 		return err;

@@ -28,7 +28,8 @@
  *      at 10 MB/s or more (median of three 1 s runs): a send guard of one
  *      skb paced it at one skb per delayed ACK, 1.6-2.4 MB/s. It flaps
  *      between pressure and normal hundreds of times a second: the daemon
- *      paces its sweeps (says so) and still answers the last change.
+ *      paces its sweeps (says so, naming the cgroup) and still answers the
+ *      last change.
  * Under CPU emulation (VM guests) phases last 4 times longer and the
  * throughput ratio and step 4's rate are only reported.
  */
@@ -244,6 +245,9 @@ int main(void)
 
 		limits_write(small, 4096, 4096, 64, 32);
 		ASSERT_OK(daemon_reload_until(small, 4096, 5000));
+		/* Step 3's transfers may have had sweeps paced too: a quiet
+		 * second ends that spell, so this one is said anew. */
+		msleep(1500);
 		for (int r = 0; r < 3; r++) {
 			rate[r] = bulk_throughput_on(small, small, 1.0, cpu);
 			ASSERT_GT(rate[r], 0);
@@ -259,7 +263,7 @@ int main(void)
 		 * socket of the host unless paced (src/enforce.c); slower
 		 * under emulation, where they may not come that fast. */
 		if (!under_emulation())
-			EXPECT_GE(daemon_log_count("sweeps paced"), 1);
+			EXPECT_GE(daemon_log_count("/small: state changes come faster than sweeps"), 1);
 		/* The change that ended the last episode was swept too. */
 		ASSERT_OK(wait_state(small, "normal", 5000));
 		EXPECT_GE(daemon_log_wait("small: pressure -> normal", 1, 5000), 1);
