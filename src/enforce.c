@@ -51,6 +51,35 @@ struct limit_entry {
 	struct cgroup_limits l;
 };
 
+/* A one-shot timerfd the event loop polls, armed at most once at a time. */
+struct oneshot {
+	int fd;
+	bool armed;
+};
+
+static void oneshot_arm(struct oneshot *t, double ms)
+{
+	long ns = (long)(ms * 1e6) + 1;
+	struct itimerspec its = {
+		.it_value.tv_sec = ns / 1000000000L,
+		.it_value.tv_nsec = ns % 1000000000L,
+	};
+
+	if (!t->armed && !timerfd_settime(t->fd, 0, &its, NULL))
+		t->armed = true;
+}
+
+/* Whether it fired (its fd was readable: read it), disarmed then. */
+static bool oneshot_fired(struct oneshot *t)
+{
+	uint64_t n;
+
+	if (read(t->fd, &n, sizeof(n)) != sizeof(n))
+		return false;
+	t->armed = false;
+	return true;
+}
+
 struct enforcer {
 	struct enforce *skel;
 	struct ring_buffer *events;
@@ -61,10 +90,8 @@ struct enforcer {
 	size_t n_tops, tops_cap;
 	int near;		/* some limited cgroup is near: 1, none: 0, unknown: -1 */
 	unsigned limited;	/* cgroups with limits, as enforce_ctl has it */
-	int hold_fd;		/* timerfd: far for NEAR_HOLD_MS, then unlink */
-	bool hold_armed;
-	int pace_fd;		/* timerfd: the next sweep for events is due */
-	bool pace_armed;
+	struct oneshot hold;	/* far for NEAR_HOLD_MS, then unlink */
+	struct oneshot pace;	/* the next sweep for events is due */
 	bool pacing;		/* sweeps have waited since the last immediate one */
 	double sweep_done_ms, sweep_took_ms;	/* the last sweep for events */
 	bool near_since_hold;	/* a cgroup turned near since the hold was armed */
@@ -431,16 +458,6 @@ static void targets_clear(struct enforcer *e)
  * connections a second) and logged two lines per connection. */
 #define NEAR_HOLD_MS	1000
 
-static void hold_arm(struct enforcer *e)
-{
-	struct itimerspec its = {
-		.it_value.tv_sec = NEAR_HOLD_MS / 1000,
-		.it_value.tv_nsec = NEAR_HOLD_MS % 1000 * 1000000L,
-	};
-
-	if (!e->hold_armed && !timerfd_settime(e->hold_fd, 0, &its, NULL))
-		e->hold_armed = true;
-}
 
 /*
  * Sweeps for events are paced, so that a cgroup flapping at a threshold
@@ -466,31 +483,17 @@ static double sweep_wait_ms(const struct enforcer *e)
 	return e->sweep_done_ms + gap - mono_ms();
 }
 
-static void pace_arm(struct enforcer *e, double ms)
-{
-	long ns = (long)(ms * 1e6) + 1;
-	struct itimerspec its = {
-		.it_value.tv_sec = ns / 1000000000L,
-		.it_value.tv_nsec = ns % 1000000000L,
-	};
-
-	if (!e->pace_armed && !timerfd_settime(e->pace_fd, 0, &its, NULL))
-		e->pace_armed = true;
-}
-
 int enforce_hold_fd(const struct enforcer *e)
 {
-	return e->hold_fd;
+	return e->hold.fd;
 }
 
 int enforce_hold_expired(struct enforcer *e, const struct cgroup_tree *tree)
 {
-	uint64_t n;
 	int err;
 
-	if (read(e->hold_fd, &n, sizeof(n)) != sizeof(n))
+	if (!oneshot_fired(&e->hold))
 		return 0;
-	e->hold_armed = false;
 	/* First the events BPF did not wake us for. */
 	err = enforce_handle_events(e, tree);
 	if (e->near != 1 || near_any(e))
@@ -498,7 +501,7 @@ int enforce_hold_expired(struct enforcer *e, const struct cgroup_tree *tree)
 	if (e->near_since_hold) {
 		/* Far now, but near again meanwhile: one more period. */
 		e->near_since_hold = false;
-		hold_arm(e);
+		oneshot_arm(&e->hold, NEAR_HOLD_MS);
 		return err;
 	}
 	return near_links(e, false) ?: err;
@@ -533,9 +536,9 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 		e->near_since_hold = true;
 		err = near_links(e, true);
 	}
-	if ((e->far_seen || lost) && e->near == 1 && !e->hold_armed) {
+	if ((e->far_seen || lost) && e->near == 1 && !e->hold.armed) {
 		e->near_since_hold = false;
-		hold_arm(e);
+		oneshot_arm(&e->hold, NEAR_HOLD_MS);
 	}
 	if (!e->n_batch && !e->dropped)
 		return err;
@@ -553,10 +556,10 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 				 path ? path : "?", wait_ms, e->sweep_took_ms, SWEEP_GAP_RATIO + 1);
 		}
 		e->pacing = true;
-		pace_arm(e, wait_ms);
+		oneshot_arm(&e->pace, wait_ms);
 		return err;
 	}
-	if (!e->pace_armed && e->pacing && mono_ms() - e->sweep_done_ms > 1000)
+	if (!e->pace.armed && e->pacing && mono_ms() - e->sweep_done_ms > 1000)
 		e->pacing = false;	/* quiet for a second: a new spell is said again */
 	for (size_t i = 0; i < e->n_batch; i++)
 		ids[i] = e->batch[i].cgroup_id;
@@ -585,17 +588,12 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 
 int enforce_pace_fd(const struct enforcer *e)
 {
-	return e->pace_fd;
+	return e->pace.fd;
 }
 
 int enforce_pace_expired(struct enforcer *e, const struct cgroup_tree *tree)
 {
-	uint64_t n;
-
-	if (read(e->pace_fd, &n, sizeof(n)) != sizeof(n))
-		return 0;
-	e->pace_armed = false;
-	return enforce_handle_events(e, tree);
+	return oneshot_fired(&e->pace) ? enforce_handle_events(e, tree) : 0;
 }
 
 int enforce_events_fd(const struct enforcer *e)
@@ -1074,14 +1072,14 @@ int enforce_start(const struct enforce_opts *o, struct enforcer **out)
 		return -ENOMEM;
 	e->mode = o->mode;
 	e->near = -1;
-	e->hold_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	e->pace_fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (e->hold_fd < 0 || e->pace_fd < 0) {
+	e->hold.fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	e->pace.fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (e->hold.fd < 0 || e->pace.fd < 0) {
 		err = -errno;
-		if (e->hold_fd >= 0)
-			close(e->hold_fd);
-		if (e->pace_fd >= 0)
-			close(e->pace_fd);
+		if (e->hold.fd >= 0)
+			close(e->hold.fd);
+		if (e->pace.fd >= 0)
+			close(e->pace.fd);
 		free(e);
 		return err;
 	}
@@ -1145,8 +1143,8 @@ void enforce_close(struct enforcer *e)
 	if (!e)
 		return;
 	ring_buffer__free(e->events);
-	close(e->hold_fd);
-	close(e->pace_fd);
+	close(e->hold.fd);
+	close(e->pace.fd);
 	bpf_link__destroy(e->sweep_link);
 	tops_clear(e);
 	free(e->tops);
