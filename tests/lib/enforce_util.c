@@ -735,15 +735,21 @@ void enforce_config(unsigned sample_ms)
 			    daemon_confdir(), test_tmpdir(), sample_ms);
 }
 
-int64_t status_field(const char *path, const char *key)
+int64_t status_field_in(const char *filter, const char *path, const char *key)
 {
 	char *out = NULL;
 	int64_t v = -1;
 
-	if (ctl(&out, "status --json") || json_cgroup_field(out, path, key, &v) != JSON_FOUND)
+	if (ctl(&out, "status --json %s", filter) ||
+	    json_cgroup_field(out, path, key, &v) != JSON_FOUND)
 		v = -1;
 	free(out);
 	return v;
+}
+
+int64_t status_field(const char *path, const char *key)
+{
+	return status_field_in("", path, key);
 }
 
 const char *status_state(const char *path)

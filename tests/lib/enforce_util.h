@@ -120,6 +120,8 @@ int daemon_reload_until(const char *path, int64_t limit_pages, int timeout_ms);
 
 /* One integer field of the cgroup's row in `status --json`; -1 if absent. */
 int64_t status_field(const char *path, const char *key);
+/* The same from `status --json @filter` (cgroup arguments). */
+int64_t status_field_in(const char *filter, const char *path, const char *key);
 /* The state string ("normal", "pressure", "max") or "" if absent. */
 const char *status_state(const char *path);
 /* Wait until the state is want (poll every 10 ms). 0 or -1 on timeout. */

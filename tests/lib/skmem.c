@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #endif
 #include "skmem.h"
+#include "enforce_util.h"
 #include "harness.h"
 
 #include <dirent.h>
@@ -321,18 +322,6 @@ int64_t memcg_sock_bytes_settled(const char *path, int64_t want_pages, int64_t t
 	return v;
 }
 
-static int64_t status_usage(const char *path, const char *filter)
-{
-	char *out = NULL;
-	int64_t v = -1;
-
-	if (ctl(&out, "status --json %s", filter) ||
-	    json_cgroup_field(out, path, "usage_pages", &v) != JSON_FOUND)
-		v = -1;
-	free(out);
-	return v;
-}
-
 int64_t usage_against_sock_diag(const char *path, const char *filter, struct skmem_total *k,
 				int tries)
 {
@@ -342,12 +331,12 @@ int64_t usage_against_sock_diag(const char *path, const char *filter, struct skm
 	for (int i = 0; i < tries; i++) {
 		if (i)
 			msleep(250);
-		before = status_usage(path, filter);
+		before = status_field_in(filter, path, "usage_pages");
 		if (skmem_subtree(path, k)) {
 			after = -1;
 			break;
 		}
-		after = status_usage(path, filter);
+		after = status_field_in(filter, path, "usage_pages");
 		test_log("%s: usage_pages %" PRId64 " then %" PRId64 ", sock_diag %" PRIu64
 			 " pages", rel ? rel : path, before, after, k->pages);
 		if (before == after &&
