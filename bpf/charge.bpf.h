@@ -104,6 +104,44 @@ static __always_inline __s64 reserve_point(__s64 max)
 	return max - (max >> 2) - (max >> 6) - 16;
 }
 
+/*
+ * Below this, ingress may trust its last look at a level's usage
+ * (ingress_check()): a margin under the point where refusal can start, for
+ * what sockets accept between the charge that crosses it and their next
+ * look at enforce_ctl.state_gen (a segment in flight per CPU, each with at
+ * most TCPBUF_INGRESS_TRUST_PAGES before it): 1/16 of max and 256 KiB. A max
+ * under ~140 pages is always watched.
+ */
+#define TCPBUF_INGRESS_TRUST_PAGES	32	/* a segment and the backlog before it */
+
+static __always_inline __s64 max_watch_point(__s64 max)
+{
+	return reserve_point(max) - (max >> 4) - 64;
+}
+
+/* Keep max_watch (struct cgroup_sockets) as usage @now has it: set where
+ * usage reaches the watch point, with a bump of state_gen that ends every
+ * socket's trust; cleared only 1/32 of max below it, so a cgroup hovering
+ * there does not bump the generation (and unsettle the host's settled
+ * caps, enforce_policy.bpf.h) at every charge. */
+static __always_inline void max_watch_update(struct cgroup_usage *u, __s64 now)
+{
+	__s64 max = u->limits.max_pages, point;
+	__u32 watch = u->established.max_watch;
+	struct tcpbuf_enforce_ctl *ctl;
+
+	if (!max)
+		return;
+	point = max_watch_point(max);
+	if (!watch && now >= point) {
+		if (__sync_bool_compare_and_swap(&u->established.max_watch, 0, 1) &&
+		    (ctl = enforce_ctl_get()))
+			__sync_fetch_and_add(&ctl->state_gen, 1);
+	} else if (watch && now < point - (max >> 5) - 16) {
+		__sync_bool_compare_and_swap(&u->established.max_watch, 1, 0);
+	}
+}
+
 /* Max as ingress applies it, at usage @now: less the writers' reserve, where
  * that can matter. */
 static __always_inline __s64 max_effective(const struct cgroup_usage *u, __s64 now)
@@ -184,6 +222,7 @@ static __always_inline void cgroup_state_update(__u64 id, struct cgroup_usage *u
 			__sync_bool_compare_and_swap(&usage->state, old, TCPBUF_STATE_NORMAL);
 		return;
 	}
+	max_watch_update(usage, now);
 	new = cgroup_next_state(old, now, l->max_pages ? max_effective(usage, now) : 0, l,
 				&crossed);
 	if (new == old || !__sync_bool_compare_and_swap(&usage->state, old, new))
@@ -376,7 +415,7 @@ static __always_inline void charge_socket(struct sock *sk, __s64 pages)
 		pages = -sc->charged_pages; /* never uncharge what was not charged here */
 	if (!pages)
 		return;
-	before = __sync_fetch_and_add(&sc->charged_pages, pages);
+	before = __sync_fetch_and_add(&sc->charged_pages, (__s32)pages);
 	charge_apply(sc, before, pages);
 }
 
@@ -414,7 +453,7 @@ static __always_inline void sample_charge_to(struct sock_charge *sc, __s64 targe
 	}
 	if (target == before)
 		return;
-	before = __sync_lock_test_and_set(&sc->charged_pages, target);
+	before = __sync_lock_test_and_set(&sc->charged_pages, (__s32)target);
 	if (before != target)
 		charge_apply(sc, before, target - before);
 }

@@ -316,14 +316,17 @@ static __always_inline bool tcp_would_queue(struct sock *sk, const struct tcp_so
  * nothing to decide: in sampled mode it charges what the socket would hold
  * (a crossing of pressure is seen by that charge, as by any other), in exact
  * mode the kernel's charge does. This keeps ingress at a few lookups per
- * segment everywhere but right under max, in pressure too.
+ * segment everywhere but right under max, in pressure too. *@clear: every
+ * level is also below its watch point (max_watch_point()), so the next
+ * segments may trust this look until enforce_ctl.state_gen moves.
  */
 static __always_inline bool ingress_near_max(const struct sock_charge *sc, __u32 levels,
-					     __s64 extra)
+					     __s64 extra, bool *clear)
 {
 	__u32 n = sc->levels;
 	int i;
 
+	*clear = true;
 	for (i = 0; i < TCPBUF_MAX_DEPTH; i++) {
 		struct cgroup_usage *u;
 		__u64 id;
@@ -335,11 +338,18 @@ static __always_inline bool ingress_near_max(const struct sock_charge *sc, __u32
 		id = sc->ancestors[i];
 		/* The entry's copy of the limits: one lookup per level. */
 		u = bpf_map_lookup_elem(&cgroup_usage, &id);
-		if (!u || !u->limits.max_pages)
+		if (!u) {
+			*clear = false;	/* limited, but no usage yet: look again */
+			continue;
+		}
+		if (!u->limits.max_pages)
 			continue;
 		if (u->state == TCPBUF_STATE_MAX ||
 		    u->usage_pages + extra >= reserve_point(u->limits.max_pages))
 			return true;
+		if (u->established.max_watch ||
+		    u->usage_pages + extra >= max_watch_point(u->limits.max_pages))
+			*clear = false;
 	}
 	return false;
 }
@@ -373,8 +383,8 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 	struct tcp_sock *tp;
 	struct sock *sk;
 	__s64 uncharged = 0, with = 0;
-	__u32 seq = 0;
-	bool near_max, stale;
+	__u32 seq = 0, gen;
+	bool near_max, stale, clear;
 	int len;
 
 	if (!bsk || !ctl || !ctl->limited_cgroups)
@@ -398,10 +408,22 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 		with = footprint_with_pages(sk, truesize + sk->sk_backlog.len);
 		uncharged = with - sc->charged_pages;
 	}
-	/* The levels its last caps walk found limited (armed sockets have
-	 * one at every segment). */
-	near_max = ingress_near_max(sc, limited_levels_of(sc, ctl, &stale),
-				    uncharged > 0 ? uncharged : 0);
+	/* Every limited level was clear of max at its last look and no
+	 * cgroup's usage has come near max since (nor any state or limit
+	 * changed): nothing to look up. The lookups were ~110 of a segment's
+	 * ~145 ns here. Read before the look that may renew the trust, so a
+	 * charge crossing meanwhile leaves it stale. */
+	gen = *(volatile __u32 *)&ctl->state_gen;
+	if (gen && sc->max_clear_gen == gen && w.pages <= TCPBUF_INGRESS_TRUST_PAGES) {
+		near_max = false;
+	} else {
+		/* The levels its last caps walk found limited (armed sockets
+		 * have one at every segment). */
+		near_max = ingress_near_max(sc, limited_levels_of(sc, ctl, &stale),
+					    uncharged > 0 ? uncharged : 0, &clear);
+		if (clear && !near_max && sc->max_clear_gen != gen)
+			sc->max_clear_gen = gen;
+	}
 	/* Nothing to refuse and nothing to charge: the common case of
 	 * request/response traffic, a few lookups. */
 	if (!near_max && uncharged <= 0)
@@ -634,6 +656,9 @@ static long limits_refresh_one(struct bpf_map *map, __u64 *key, struct cgroup_us
 
 	l = bpf_map_lookup_elem(&cgroup_limits, &id);
 	u->limits = l ? *l : none;
+	/* Against the new max; the bump after the walk ends old trust. */
+	u->established.max_watch = l && l->max_pages &&
+				   u->usage_pages >= max_watch_point(l->max_pages);
 	cgroup_state_update(id, u, u->usage_pages);
 	/* Near or far under them (far without limits); changes of the socket
 	 * count decide where they happen (near_update()). */
@@ -660,11 +685,14 @@ int limits_refresh(void *ctx)
 	__u32 gen;
 
 	bpf_for_each_map_elem(&cgroup_usage, limits_refresh_one, NULL, 0);
-	/* Every socket's sock_charge.limited is read anew. */
+	/* Every socket's sock_charge.limited is read anew, and what was
+	 * found under the old limits trusted no longer (settled caps,
+	 * ingress). */
 	ctl = enforce_ctl_get();
 	if (ctl) {
 		gen = ctl->limits_gen + 1;
 		ctl->limits_gen = (__u16)gen ? gen : gen + 1;
+		__sync_fetch_and_add(&ctl->state_gen, 1);
 	}
 	return 0;
 }

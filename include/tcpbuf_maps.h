@@ -12,7 +12,7 @@
 #include <linux/types.h>
 #endif
 
-#define TCPBUF_LAYOUT_VERSION	9
+#define TCPBUF_LAYOUT_VERSION	10
 
 /* Deepest cgroup level charged; deeper cgroups charge their ancestors up to here. */
 #define TCPBUF_MAX_DEPTH	16
@@ -54,7 +54,12 @@ struct cgroup_sockets {
 	__s64 sockets;
 	__s64 senders;
 	__u32 near;	/* see tcpbuf_near_next() (tcpbuf_enforce.h) */
-	__u32 pad;
+	/* Usage came within ingress's reach of max (max_watch_point(),
+	 * charge.bpf.h): set by the charge that came there, which bumps
+	 * enforce_ctl.state_gen so no socket's ingress keeps trusting an
+	 * older look; cleared well below it. Beside near: both are what
+	 * the subtree's sockets may skip while they are clear. */
+	__u32 max_watch;
 };
 
 /*
@@ -138,7 +143,12 @@ union sock_limited_levels {
  * first ancestors) shares the entry's first cache line.
  */
 struct sock_charge {
-	__s64 charged_pages;	/* pages currently charged by this socket */
+	__s32 charged_pages;	/* pages currently charged by this socket */
+	/* enforce_ctl.state_gen when ingress last found every limited
+	 * ancestor clear of max_watch (0: never): until the generation moves,
+	 * its segments need no lookup of their usage. Written by ingress
+	 * only, which runs without the socket's lock: not in flags. */
+	__u32 max_clear_gen;
 	/*
 	 * Enforcement's part (all 0 for a socket it never sized). In the
 	 * same entry as the charge, not an entry of its own: creating and

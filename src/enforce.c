@@ -882,6 +882,10 @@ static int ctl_update(struct enforcer *e, unsigned limited, bool near_linked)
 		return -errno;
 	ctl.limited_cgroups = limited;
 	ctl.near_linked = near_linked;
+	/* Programs bump state_gen while we hold this copy: write back a
+	 * generation none of them has seen lately, so nothing trusted at one
+	 * of those is trusted again (sock_charge.max_clear_gen). */
+	ctl.state_gen += 0x10001;
 	if (bpf_map_update_elem(fd, &zero, &ctl, BPF_ANY))
 		return -errno;
 	return 0;
