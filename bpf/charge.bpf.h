@@ -119,7 +119,7 @@ static __always_inline __s64 max_watch_point(__s64 max)
 	return reserve_point(max) - (max >> 4) - 64;
 }
 
-/* Keep max_watch (struct cgroup_sockets) as usage @now has it: set where
+/* Keep max_watch (struct cgroup_usage) as usage @now has it: set where
  * usage reaches the watch point, with a bump of state_gen that ends every
  * socket's trust; cleared only 1/32 of max below it, so a cgroup hovering
  * there does not bump the generation (and unsettle the host's settled
@@ -127,18 +127,18 @@ static __always_inline __s64 max_watch_point(__s64 max)
 static __always_inline void max_watch_update(struct cgroup_usage *u, __s64 now)
 {
 	__s64 max = u->limits.max_pages, point;
-	__u32 watch = u->established.max_watch;
+	__u32 watch = u->max_watch;
 	struct tcpbuf_enforce_ctl *ctl;
 
 	if (!max)
 		return;
 	point = max_watch_point(max);
 	if (!watch && now >= point) {
-		if (__sync_bool_compare_and_swap(&u->established.max_watch, 0, 1) &&
+		if (__sync_bool_compare_and_swap(&u->max_watch, 0, 1) &&
 		    (ctl = enforce_ctl_get()))
 			__sync_fetch_and_add(&ctl->state_gen, 1);
 	} else if (watch && now < point - (max >> 5) - 16) {
-		__sync_bool_compare_and_swap(&u->established.max_watch, 1, 0);
+		__sync_bool_compare_and_swap(&u->max_watch, 1, 0);
 	}
 }
 

@@ -347,7 +347,7 @@ static __always_inline bool ingress_near_max(const struct sock_charge *sc, __u32
 		if (u->state == TCPBUF_STATE_MAX ||
 		    u->usage_pages + extra >= reserve_point(u->limits.max_pages))
 			return true;
-		if (u->established.max_watch ||
+		if (u->max_watch ||
 		    u->usage_pages + extra >= max_watch_point(u->limits.max_pages))
 			*clear = false;
 	}
@@ -657,8 +657,8 @@ static long limits_refresh_one(struct bpf_map *map, __u64 *key, struct cgroup_us
 	l = bpf_map_lookup_elem(&cgroup_limits, &id);
 	u->limits = l ? *l : none;
 	/* Against the new max; the bump after the walk ends old trust. */
-	u->established.max_watch = l && l->max_pages &&
-				   u->usage_pages >= max_watch_point(l->max_pages);
+	u->max_watch = l && l->max_pages &&
+		       u->usage_pages >= max_watch_point(l->max_pages);
 	cgroup_state_update(id, u, u->usage_pages);
 	/* Near or far under them (far without limits); changes of the socket
 	 * count decide where they happen (near_update()). */
