@@ -266,7 +266,7 @@ static __always_inline struct cgroup_usage *usage_entry_make(const struct sock_c
 
 /* The cgroup at ancestors[@i] of the socket whose entry is @sc. */
 static __always_inline void charge_one_cgroup(const struct sock_charge *sc, __u32 i, __s64 pages,
-					      __s64 sockets, bool enforce)
+					      __s64 sockets)
 {
 	__u64 id = sc->ancestors[i & (TCPBUF_MAX_DEPTH - 1)];
 	struct cgroup_usage *usage;
@@ -286,8 +286,10 @@ static __always_inline void charge_one_cgroup(const struct sock_charge *sc, __u3
 	/* A lost race only under-reports the peak by one concurrent charge. */
 	if (now > usage->peak_pages)
 		usage->peak_pages = now;
-	if (enforce)
-		cgroup_state_update(id, usage, now);
+	/* The entry's copy of its limits, on the line read with usage, tells
+	 * an unlimited cgroup: no need to ask enforce_ctl first (measured:
+	 * no difference either way, docs/PERFORMANCE.md). */
+	cgroup_state_update(id, usage, now);
 }
 
 /*
@@ -345,7 +347,6 @@ struct charge_walk {
 	const struct sock_charge *sc;
 	__s64 pages, sockets;
 	__u32 first;	/* the levels below were charged inline */
-	bool enforce;
 };
 
 /* One level per call of bpf_loop(): the verifier checks the body once. */
@@ -357,7 +358,7 @@ static long charge_level(__u64 i, void *ctx)
 	i += w->first;
 	if (i >= TCPBUF_MAX_DEPTH || i >= sc->levels)
 		return 1;
-	charge_one_cgroup(sc, i, w->pages, w->sockets, w->enforce);
+	charge_one_cgroup(sc, i, w->pages, w->sockets);
 	return 0;
 }
 
@@ -373,15 +374,14 @@ static __always_inline void charge_hierarchy(const struct sock_charge *sc, __s64
 {
 	struct charge_walk w = {
 		.sc = sc, .pages = pages, .sockets = sockets, .first = CHARGE_INLINE_LEVELS,
-		.enforce = limits_present(),
 	};
 	__u32 levels = sc->levels;
 
 	/* Spelled out: a loop here would be the bpf_loop() call saved. */
 	if (levels > 0)
-		charge_one_cgroup(sc, 0, pages, sockets, w.enforce);
+		charge_one_cgroup(sc, 0, pages, sockets);
 	if (levels > 1)
-		charge_one_cgroup(sc, 1, pages, sockets, w.enforce);
+		charge_one_cgroup(sc, 1, pages, sockets);
 	if (levels > CHARGE_INLINE_LEVELS)
 		bpf_loop(TCPBUF_MAX_DEPTH - CHARGE_INLINE_LEVELS, charge_level, &w, 0);
 }
