@@ -15,11 +15,14 @@
  */
 #include "enforce_util.h"
 #include "harness.h"
+#include "tcpbuf_maps.h"
 
+#include <bpf/bpf.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define LIMIT_PAGES	4096		/* 16 MiB */
 #define NCONN		64
@@ -31,6 +34,30 @@ struct scenario {
 	int warm_ms;			/* receivers read this long first */
 };
 
+/*
+ * Where ingress stops trusting its last look at usage (max_watch_point() in
+ * bpf/charge.bpf.h), and where the flag that says so clears again: written
+ * out here, so a change there has to be a change here too.
+ */
+#define WATCH_POINT	(LIMIT_PAGES - LIMIT_PAGES / 4 - LIMIT_PAGES / 64 - 16 - LIMIT_PAGES / 16 - 64)
+#define WATCH_CLEAR	(WATCH_POINT - LIMIT_PAGES / 32 - 16)
+
+/* The cgroup's usage entry, read from the pinned map as bpftool would. */
+static int usage_entry(const char *cg, struct cgroup_usage *u)
+{
+	char path[512];
+	__u64 id = cg_id(cg);
+	int fd, err;
+
+	snprintf(path, sizeof(path), "%s/cgroup_usage", daemon_pin_path());
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return -1;
+	err = bpf_map_lookup_elem(fd, &id, u);
+	close(fd);
+	return err;
+}
+
 static void run(const struct scenario *s)
 {
 	char rel[64], msg[256];
@@ -39,6 +66,7 @@ static void run(const struct scenario *s)
 	struct xload *l;
 	uint64_t sent, rcvd;
 	int64_t peak_daemon, failcnt;
+	struct cgroup_usage u;
 	double ratio_oracle, ratio_daemon;
 
 	snprintf(rel, sizeof(rel), "%s", s->name);
@@ -61,6 +89,14 @@ static void run(const struct scenario *s)
 	msleep(3000);
 	peak_stop(ps);
 	ASSERT_OK(xload_stats(l, &sent, &rcvd));
+	/* Held near max: every socket's ingress must look at usage again. */
+	ASSERT_OK(usage_entry(cg, &u));
+	test_log("%s: usage %lld pages, max_watch %u (watch point %d)", s->name,
+		 (long long)u.usage_pages, u.max_watch, WATCH_POINT);
+	if (u.usage_pages >= WATCH_POINT)
+		EXPECT_EQ(u.max_watch, 1);
+	if (!s->warm_ms)	/* the stalled load is held at max less the writers' reserve */
+		EXPECT_GE(u.usage_pages, WATCH_POINT);
 
 	peak_daemon = status_field(cg, "peak_pages");
 	failcnt = status_field(cg, "failcnt");
@@ -88,6 +124,10 @@ static void run(const struct scenario *s)
 
 	ASSERT_OK(xload_finish(l, 60000, msg, sizeof(msg)) == 0 ? 0 : (test_log("%s", msg), -1));
 	test_log("%s: %s", s->name, msg);
+	/* Drained: trust comes back (the flag clears with the uncharges). */
+	ASSERT_OK(usage_entry(cg, &u));
+	if (u.usage_pages < WATCH_CLEAR)
+		EXPECT_EQ(u.max_watch, 0);
 	xload_close(l);
 	peak_free(ps);
 	limits_remove(cg);
@@ -102,7 +142,12 @@ int main(void)
 	};
 
 	test_init();
-	enforce_config(1000);
+	/* As enforce_config(1000), but without the periodic full pass (every
+	 * 200 ms there), which takes every limit anew and would set and clear
+	 * max_watch too: here only the charges may. Reloads are explicit. */
+	daemon_write_config("[Daemon]\nDropInDir=%s\nStateDir=%s/state\nSampleIntervalMs=1000\n"
+			    "PollIntervalMs=600000\nLogLevel=debug\n",
+			    daemon_confdir(), test_tmpdir());
 	ASSERT_OK(daemon_start(""));
 	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
 		run(&scenarios[i]);
