@@ -110,7 +110,7 @@ static __always_inline __s64 reserve_point(__s64 max)
  * what sockets accept between the charge that crosses it and their next
  * look at enforce_ctl.state_gen (a segment in flight per CPU, each with at
  * most TCPBUF_INGRESS_TRUST_PAGES before it): 1/16 of max and 256 KiB. A max
- * under ~140 pages is always watched.
+ * under 120 pages is always watched.
  */
 #define TCPBUF_INGRESS_TRUST_PAGES	32	/* a segment and the backlog before it */
 

@@ -142,12 +142,10 @@ int main(void)
 	};
 
 	test_init();
-	/* As enforce_config(1000), but without the periodic full pass (every
-	 * 200 ms there), which takes every limit anew and would set and clear
-	 * max_watch too: here only the charges may. Reloads are explicit. */
-	daemon_write_config("[Daemon]\nDropInDir=%s\nStateDir=%s/state\nSampleIntervalMs=1000\n"
-			    "PollIntervalMs=600000\nLogLevel=debug\n",
-			    daemon_confdir(), test_tmpdir());
+	/* No periodic full pass (every 200 ms in enforce_config()): it takes
+	 * every limit anew and would set and clear max_watch too, and here
+	 * only the charges may. Reloads are explicit. */
+	enforce_config_poll(1000, 600000);
 	ASSERT_OK(daemon_start(""));
 	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
 		run(&scenarios[i]);

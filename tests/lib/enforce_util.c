@@ -728,11 +728,16 @@ void limits_remove(const char *path)
 	free(file);
 }
 
-void enforce_config(unsigned sample_ms)
+void enforce_config_poll(unsigned sample_ms, unsigned poll_ms)
 {
 	daemon_write_config("[Daemon]\nDropInDir=%s\nStateDir=%s/state\nSampleIntervalMs=%u\n"
-			    "PollIntervalMs=200\nLogLevel=debug\n",
-			    daemon_confdir(), test_tmpdir(), sample_ms);
+			    "PollIntervalMs=%u\nLogLevel=debug\n",
+			    daemon_confdir(), test_tmpdir(), sample_ms, poll_ms);
+}
+
+void enforce_config(unsigned sample_ms)
+{
+	enforce_config_poll(sample_ms, 200);
 }
 
 int64_t status_field_in(const char *filter, const char *path, const char *key)

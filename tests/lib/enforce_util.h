@@ -113,8 +113,10 @@ int64_t sock_bound_pages(void);
 /* Field @field (0-based) of a whitespace-separated sysctl file; -1 if unreadable. */
 long sysctl_field(const char *path, int field);
 void limits_remove(const char *path);
-/* Main config: DropInDir = daemon_confdir(), sampling every sample_ms. */
+/* Main config: DropInDir = daemon_confdir(), sampling every sample_ms, the
+ * full pass over cgroups and limits every 200 ms (poll_ms). */
 void enforce_config(unsigned sample_ms);
+void enforce_config_poll(unsigned sample_ms, unsigned poll_ms);
 /* SIGHUP the daemon and wait until status shows path with limit_pages. */
 int daemon_reload_until(const char *path, int64_t limit_pages, int timeout_ms);
 
