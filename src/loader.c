@@ -36,7 +36,7 @@ struct tcpbuf_bpf {
 };
 
 static const char *const exact_links[] = {
-	"raise_allocated", "reduce_allocated", "forced_mem_schedule",
+	"raise_allocated", "reduce_allocated", "forced_mem_schedule", "destroy_sock",
 };
 /* send_length/recv_length exist from kernel 6.3 on; without them sampling
  * relies on destroy and the periodic reconcile alone. */
