@@ -494,8 +494,12 @@ int enforce_hold_expired(struct enforcer *e, const struct cgroup_tree *tree)
 
 	if (!oneshot_fired(&e->hold))
 		return 0;
-	/* First the events BPF did not wake us for. */
+	/* First the events BPF did not wake us for. A far event among them
+	 * armed the next hold (a cgroup turned near and far again while we
+	 * did not run): that one decides, a whole NEAR_HOLD_MS from now. */
 	err = enforce_handle_events(e, tree);
+	if (e->hold.armed)
+		return err;
 	if (e->near != 1 || near_any(e))
 		return err;	/* near now: a far event arms the next hold */
 	if (e->near_since_hold) {
