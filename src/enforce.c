@@ -458,7 +458,6 @@ static void targets_clear(struct enforcer *e)
  * connections a second) and logged two lines per connection. */
 #define NEAR_HOLD_MS	1000
 
-
 /*
  * Sweeps for events are paced, so that a cgroup flapping at a threshold
  * cannot take the daemon's core: a TCP_STREAM under a 256 KiB pressure

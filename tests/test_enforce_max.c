@@ -17,12 +17,10 @@
 #include "harness.h"
 #include "tcpbuf_maps.h"
 
-#include <bpf/bpf.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define LIMIT_PAGES	4096		/* 16 MiB */
 #define NCONN		64
@@ -45,17 +43,9 @@ struct scenario {
 /* The cgroup's usage entry, read from the pinned map as bpftool would. */
 static int usage_entry(const char *cg, struct cgroup_usage *u)
 {
-	char path[512];
 	__u64 id = cg_id(cg);
-	int fd, err;
 
-	snprintf(path, sizeof(path), "%s/cgroup_usage", daemon_pin_path());
-	fd = bpf_obj_get(path);
-	if (fd < 0)
-		return -1;
-	err = bpf_map_lookup_elem(fd, &id, u);
-	close(fd);
-	return err;
+	return daemon_pinned_lookup("cgroup_usage", &id, u);
 }
 
 static void run(const struct scenario *s)

@@ -86,16 +86,6 @@ static struct armed armed_count(const char *cg)
 	return a;
 }
 
-static int pinned_map(const char *name)
-{
-	char path[4096];
-	union bpf_attr attr = {};
-
-	snprintf(path, sizeof(path), "%s/%s", daemon_pin_path(), name);
-	attr.pathname = (uint64_t)(uintptr_t)path;
-	return syscall(SYS_bpf, BPF_OBJ_GET, &attr, sizeof(attr));
-}
-
 int main(void)
 {
 	long snd_set_max = 2 * sysctl_field("/proc/sys/net/core/wmem_max", 0);
@@ -112,7 +102,7 @@ int main(void)
 	test_init();
 	enforce_config(1000);
 	ASSERT_OK(daemon_start(""));
-	skmem_storage_fd = pinned_map("sock_charge");
+	skmem_storage_fd = daemon_pinned_fd("sock_charge");
 	skmem_storage_off = offsetof(struct sock_charge, enforce.flags);
 	ASSERT_GE(skmem_storage_fd, 0);
 	cg = cg_create("n");

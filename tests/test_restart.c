@@ -57,23 +57,10 @@ static int64_t field(const char *json, const char *cg, const char *key)
 /* w's entry of the pinned cgroup_usage map, read without the daemon. */
 static struct cgroup_usage pinned_usage(const char *cg)
 {
-	char path[512];
 	struct cgroup_usage u = { .usage_pages = -1 };
-	union bpf_attr a;
 	__u64 id = cg_id(cg);
-	int fd;
 
-	snprintf(path, sizeof(path), "%s/cgroup_usage", daemon_pin_path());
-	memset(&a, 0, sizeof(a));
-	a.pathname = (__u64)(unsigned long)path;
-	fd = syscall(__NR_bpf, BPF_OBJ_GET, &a, sizeof(a));
-	ASSERT_TRUE(fd >= 0);
-	memset(&a, 0, sizeof(a));
-	a.map_fd = fd;
-	a.key = (__u64)(unsigned long)&id;
-	a.value = (__u64)(unsigned long)&u;
-	EXPECT_OK(syscall(__NR_bpf, BPF_MAP_LOOKUP_ELEM, &a, sizeof(a)));
-	close(fd);
+	ASSERT_OK(daemon_pinned_lookup("cgroup_usage", &id, &u));
 	return u;
 }
 

@@ -6,6 +6,7 @@
 #include "harness.h"
 
 #include <dirent.h>
+#include <linux/bpf.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -19,6 +20,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -526,6 +528,34 @@ const char *cg_create(const char *rel)
 		}
 	}
 	return strdup(path);
+}
+
+int daemon_pinned_fd(const char *name)
+{
+	char path[4096];
+	union bpf_attr attr = {};
+
+	if (snprintf(path, sizeof(path), "%s/%s", daemon_pin_path(), name) >= (int)sizeof(path)) {
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	attr.pathname = (uint64_t)(uintptr_t)path;
+	return syscall(SYS_bpf, BPF_OBJ_GET, &attr, sizeof(attr));
+}
+
+int daemon_pinned_lookup(const char *name, const void *key, void *value)
+{
+	union bpf_attr attr = {};
+	int fd = daemon_pinned_fd(name), r;
+
+	if (fd < 0)
+		return -1;
+	attr.map_fd = fd;
+	attr.key = (uint64_t)(uintptr_t)key;
+	attr.value = (uint64_t)(uintptr_t)value;
+	r = syscall(SYS_bpf, BPF_MAP_LOOKUP_ELEM, &attr, sizeof(attr));
+	close(fd);
+	return r ? -1 : 0;
 }
 
 uint64_t cg_id(const char *path)

@@ -181,6 +181,11 @@ const char *daemon_socket_path(void);
 const char *daemon_log_path(void);
 /* An empty per-test directory for per-container *.conf files. */
 const char *daemon_confdir(void);
+/* The daemon's pinned object @name (e.g. "cgroup_usage"): an fd, or -1. */
+int daemon_pinned_fd(const char *name);
+/* Entry @key of its pinned map @name into @value, with bpf(2) itself (the
+ * tests need no libbpf): 0, or -1 with errno. */
+int daemon_pinned_lookup(const char *name, const void *key, void *value);
 /* Write the main config (printf format); daemon_start() then passes -c. */
 const char *daemon_write_config(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /*
