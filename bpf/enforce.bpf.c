@@ -140,6 +140,16 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 	if (!tp)
 		return 1;
 	sk = (struct sock *)tp;
+	/* Most segments of an armed socket find its caps settled: a peek at
+	 * its entry tells, without the helper's lookup. */
+	if (!established) {
+		const struct sock_charge *peek;
+		bool sure;
+
+		peek = sock_charge_peek(sk, &sure);
+		if (sure && (!peek || caps_still_settled(sk, tp, &peek->enforce)))
+			return 1;
+	}
 	/* The entry is made while some cgroup has limits: the walks below
 	 * read the socket's ancestry from it. */
 	sc = sock_charge_get(sk, established && limits_present());
