@@ -425,38 +425,69 @@ static __always_inline void charge_socket(struct sock *sk, __s64 pages)
  * page after each send and none after each receive, so without this every
  * sample would be a charge or an uncharge of the whole ancestry; the kernel
  * keeps the same page in sk_forward_alloc (and memcg in its per-CPU stock)
- * for the same reason. Destruction and the reconcile pass (every
- * SampleIntervalMs and before every status) set the exact footprint, so the
- * excess is at most one page per socket active since the last pass.
+ * for the same reason.
+ *
+ * A small shrink of a socket whose caps are settled waits too (less than
+ * TCPBUF_SAMPLE_SLACK_PAGES): settled means every limited ancestor far from
+ * the thresholds that would change its caps, and no state change since
+ * (enforce_policy.bpf.h). In a stream a reader's every recvmsg frees a few
+ * pages and the next segment brings them back; the uncharge, the first
+ * touch of the ancestry's usage in the reader's kernel entry, was most of
+ * recv_length there (~150 of ~175 ns, docs/PERFORMANCE.md). The next sample
+ * that moves the charge (the segment's, at ingress) makes it exact again. A
+ * cgroup flapping at a threshold changes state all the time: its sockets
+ * get no slack, and it is not held in pressure by one.
+ *
+ * Destruction and the reconcile pass (every SampleIntervalMs and before every
+ * status) set the exact footprint. In between a socket's charge is what it
+ * held at some moment since the last pass, at most the slack above what it
+ * holds now; never less than it holds, so only usage that is really held
+ * can be refused.
  */
 #define TCPBUF_SAMPLE_KEEP_PAGES	1
+#define TCPBUF_SAMPLE_SLACK_PAGES	8
 
 enum sample_kind {
 	SAMPLE_EXACT,	/* reconcile, sweep, destruction: the footprint as it is */
-	SAMPLE_LAZY,	/* syscalls and segments: shrink to no less than the kept page */
+	SAMPLE_LAZY,	/* syscalls and segments: small shrinks wait, none below the kept page */
 };
+
+/* Whether a shrink of @pages may wait (above). */
+static __always_inline bool sample_shrink_waits(const struct sock_enforce *se, __s64 pages)
+{
+	struct tcpbuf_enforce_ctl *ctl;
+
+	if (pages >= TCPBUF_SAMPLE_SLACK_PAGES || !(se->flags & TCPBUF_SE_SETTLED))
+		return false;
+	ctl = enforce_ctl_get();
+	return ctl && (__u16)ctl->state_gen == se->state_gen;
+}
+
+/* The charge a sample of @kind leaves where @before is charged in the entry
+ * @sc and the footprint is @target (see above). */
+static __always_inline __s64 sample_target(const struct sock_charge *sc, __s64 before,
+					   __s64 target, enum sample_kind kind)
+{
+	__s64 keep;
+
+	if (kind == SAMPLE_EXACT || target >= before)
+		return target;
+	if (sample_shrink_waits(&sc->enforce, before - target))
+		return before;
+	keep = before < TCPBUF_SAMPLE_KEEP_PAGES ? before : TCPBUF_SAMPLE_KEEP_PAGES;
+	return target < keep ? keep : target;
+}
 
 /* Sampled mode: make the charge of the socket whose entry is @sc its
  * footprint now (see above). The exchange makes concurrent samplers of one
  * socket apply consistent deltas; a sample that changes nothing costs no
  * atomic. */
-static __always_inline __s64 sample_target(__s64 before, __s64 target, enum sample_kind kind)
-{
-	if (kind == SAMPLE_LAZY && target < before) {
-		__s64 keep = before < TCPBUF_SAMPLE_KEEP_PAGES ? before : TCPBUF_SAMPLE_KEEP_PAGES;
-
-		if (target < keep)
-			target = keep;
-	}
-	return target;
-}
-
 static __always_inline void sample_charge_to(struct sock_charge *sc, __s64 target,
 					     enum sample_kind kind)
 {
 	__s64 before = sc->charged_pages;
 
-	target = sample_target(before, target, kind);
+	target = sample_target(sc, before, target, kind);
 	if (target == before)
 		return;
 	before = __sync_lock_test_and_set(&sc->charged_pages, (__s32)target);
@@ -540,9 +571,9 @@ static __always_inline struct sock_charge *sock_armed_charge(struct sock *sk)
 	return sc && (sc->enforce.flags & TCPBUF_SE_LIMITED) ? sc : NULL;
 }
 
-/* A per-syscall sample: armed sockets only, lazily. Most find nothing to
- * change (a reader's kept page): a peek tells them. */
-static __always_inline void sample_if_armed(struct sock *sk)
+/* A per-syscall sample: armed sockets only, lazily (@kind). Most find
+ * nothing to change (a reader's kept page): a peek tells them. */
+static __always_inline void sample_if_armed(struct sock *sk, enum sample_kind kind)
 {
 	const struct sock_charge *peek;
 	struct sock_charge *sc;
@@ -555,12 +586,12 @@ static __always_inline void sample_if_armed(struct sock *sk)
 		if (!peek || !(peek->enforce.flags & TCPBUF_SE_LIMITED))
 			return;
 		before = peek->charged_pages;
-		if (sample_target(before, sk_footprint_pages(sk), SAMPLE_LAZY) == before)
+		if (sample_target(peek, before, sk_footprint_pages(sk), kind) == before)
 			return;
 	}
 	sc = sock_armed_charge(sk);
 	if (sc)
-		sample_charge_to(sc, sk_footprint_pages(sk), SAMPLE_LAZY);
+		sample_charge_to(sc, sk_footprint_pages(sk), kind);
 }
 
 static __always_inline void sample_socket(struct sock *sk, enum sample_kind kind)
