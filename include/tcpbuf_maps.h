@@ -12,10 +12,19 @@
 #include <linux/types.h>
 #endif
 
-#define TCPBUF_LAYOUT_VERSION	11
+#define TCPBUF_LAYOUT_VERSION	12
 
-/* Deepest cgroup level charged; deeper cgroups charge their ancestors up to here. */
-#define TCPBUF_MAX_DEPTH	16
+/*
+ * A socket charges its own cgroup and its nearest ancestors below the root,
+ * this many in all: limits further up do not see it (the daemon says so,
+ * src/limits.c). Eight, not sixteen, so that struct sock_charge is at most
+ * 120 bytes: its storage element (64 bytes of header, 8 of map pointer and
+ * the value) and the socket's storage struct are then both 192-byte
+ * objects, from one slab page most of the time, and a lookup first touching
+ * them in its kernel entry pays for one page, not two (enforce_sockops in
+ * (3) TCP_STREAM 69-97 ns against 86-124, docs/PERFORMANCE.md).
+ */
+#define TCPBUF_MAX_DEPTH	8
 #define TCPBUF_MAX_CGROUPS	65536
 
 enum tcpbuf_mode {
@@ -177,6 +186,7 @@ struct sock_charge {
 	 * set, so is the rest (levels 0: a socket of the root cgroup). */
 	__u64 cgroup_id;
 };
+_Static_assert(sizeof(struct sock_charge) <= 120, "see TCPBUF_MAX_DEPTH");
 
 /* Map "meta" (array, one entry): who owns the pinned maps. */
 struct tcpbuf_meta {

@@ -345,8 +345,10 @@ int cgroup_tree_scan(struct cgroup_tree *t, int (*on_dir)(void *ctx, const char 
 	for (size_t i = 0; i < fresh.n; i++) {
 		struct cgroup_entry *old = cgroup_tree_find(t, fresh.entries[i]->id);
 
-		if (old && !strcmp(old->path, fresh.entries[i]->path))
+		if (old && !strcmp(old->path, fresh.entries[i]->path)) {
 			fresh.entries[i]->limited = old->limited;
+			fresh.entries[i]->beyond_reach_said = old->beyond_reach_said;
+		}
 	}
 	cgroup_tree_free(t);
 	*t = fresh;

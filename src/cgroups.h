@@ -16,6 +16,7 @@
 struct cgroup_entry {
 	uint64_t id;
 	bool limited;		/* limits.c: the cgroup has limits in the map */
+	bool beyond_reach_said;	/* limits.c: a limited ancestor out of its sockets' reach, logged */
 	char path[];		/* relative to the mount, "/" for the root */
 };
 

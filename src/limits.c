@@ -70,6 +70,49 @@ static bool has_limited_ancestor(const struct cgroup_tree *t, const char *path)
 	return false;
 }
 
+/* Levels of @path below the root: "/" 0, "/a" 1, "/a/b" 2. */
+static int path_depth(const char *path)
+{
+	int n = 0;
+
+	for (; *path; path++)
+		n += *path == '/' && path[1];
+	return n;
+}
+
+/*
+ * A socket charges only its cgroup's TCPBUF_MAX_DEPTH nearest levels
+ * (include/tcpbuf_maps.h): say so, once per cgroup, where a limited one is
+ * further up than that, since its limits do not see those sockets.
+ */
+static void beyond_reach_check(struct daemon *d)
+{
+	char top[PATH_MAX];
+	const struct cgroup_entry *a;
+
+	for (size_t i = 0; i < d->tree.n; i++) {
+		struct cgroup_entry *e = d->tree.entries[i];
+		int depth = path_depth(e->path), keep;
+		char *p;
+
+		if (depth <= TCPBUF_MAX_DEPTH || e->beyond_reach_said)
+			continue;
+		/* The nearest level out of reach, then every one above it. */
+		keep = depth - TCPBUF_MAX_DEPTH;
+		snprintf(top, sizeof(top), "%s", e->path);
+		for (p = top; *p && keep; p++)
+			if (p[1] == '/' && !--keep)
+				p[1] = '\0';
+		a = cgroup_tree_find_path(&d->tree, top);
+		if (!(a && a->limited) && !has_limited_ancestor(&d->tree, top))
+			continue;
+		log_warn("%s: %d levels below the root; limits of %s and above do not see its "
+			 "sockets (tcpbufd charges a socket's %d nearest cgroups)", e->path, depth,
+			 top, TCPBUF_MAX_DEPTH);
+		e->beyond_reach_said = true;
+	}
+}
+
 /* Write @want for @e unless the map holds it already. */
 static int limits_write(int fd, const struct cgroup_entry *e, const struct cgroup_limits *want)
 {
@@ -117,6 +160,8 @@ int limits_apply(struct daemon *d)
 	/* Every cgroup's flag is set: now which are below another limited one. */
 	for (i = 0; i < limited; i++)
 		limited_cgs[i].covered = has_limited_ancestor(&d->tree, limited_cgs[i].path);
+	if (limited)
+		beyond_reach_check(d);
 	/* Drop limits of cgroups that are gone or no longer match any rule. */
 	for (; !bpf_map_get_next_key(fd, prev, &next);) {
 		const struct cgroup_entry *e = cgroup_tree_find(&d->tree, next);
