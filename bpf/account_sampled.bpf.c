@@ -26,7 +26,7 @@ SEC("tp_btf/sock_send_length")
 int BPF_PROG(send_length, struct sock *sk, int ret, int flags)
 {
 	TIMEHIST_START();
-	sample_if_armed(sk, SAMPLE_LAZY);
+	sample_if_armed(sk);
 	TIMEHIST_END(TH_SEND_LENGTH);
 	return 0;
 }
@@ -36,7 +36,7 @@ int BPF_PROG(recv_length, struct sock *sk, int ret, int flags)
 {
 	TIMEHIST_EMPTY(TH_CLOCK_RECV);
 	TIMEHIST_START();
-	sample_if_armed(sk, SAMPLE_LAZY);
+	sample_if_armed(sk);
 	TIMEHIST_END(TH_RECV_LENGTH);
 	return 0;
 }

@@ -571,9 +571,10 @@ static __always_inline struct sock_charge *sock_armed_charge(struct sock *sk)
 	return sc && (sc->enforce.flags & TCPBUF_SE_LIMITED) ? sc : NULL;
 }
 
-/* A per-syscall sample: armed sockets only, lazily (@kind). Most find
- * nothing to change (a reader's kept page): a peek tells them. */
-static __always_inline void sample_if_armed(struct sock *sk, enum sample_kind kind)
+/* A per-syscall sample: armed sockets only, lazily. Most find nothing to
+ * change (a reader's kept page, a settled socket's small shrink): a peek
+ * tells them. */
+static __always_inline void sample_if_armed(struct sock *sk)
 {
 	const struct sock_charge *peek;
 	struct sock_charge *sc;
@@ -586,12 +587,12 @@ static __always_inline void sample_if_armed(struct sock *sk, enum sample_kind ki
 		if (!peek || !(peek->enforce.flags & TCPBUF_SE_LIMITED))
 			return;
 		before = peek->charged_pages;
-		if (sample_target(peek, before, sk_footprint_pages(sk), kind) == before)
+		if (sample_target(peek, before, sk_footprint_pages(sk), SAMPLE_LAZY) == before)
 			return;
 	}
 	sc = sock_armed_charge(sk);
 	if (sc)
-		sample_charge_to(sc, sk_footprint_pages(sk), kind);
+		sample_charge_to(sc, sk_footprint_pages(sk), SAMPLE_LAZY);
 }
 
 static __always_inline void sample_socket(struct sock *sk, enum sample_kind kind)

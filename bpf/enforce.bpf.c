@@ -726,7 +726,7 @@ int BPF_PROG(sendmsg_sample, const struct sock *csk, const struct msghdr *msg,
 	/* Every TCP socket on the host passes here: while no cgroup has
 	 * limits nothing is ours to do. */
 	if (limits_present())
-		sample_if_armed(sk, SAMPLE_LAZY);
+		sample_if_armed(sk);
 	TIMEHIST_END(TH_SENDMSG_SAMPLE);
 	return 0;
 }

@@ -355,6 +355,16 @@ int cgroup_tree_scan(struct cgroup_tree *t, int (*on_dir)(void *ctx, const char 
 	return 0;
 }
 
+unsigned cgroup_path_level(const char *path)
+{
+	unsigned level = 0;
+
+	for (const char *p = path; *p; p++)
+		if (*p == '/' && p[1] && p[1] != '/')
+			level++;
+	return level;
+}
+
 int cgroup_resolve(const struct cgroup_tree *t, const char *arg, char *rel, size_t rel_len,
 		   uint64_t *id)
 {

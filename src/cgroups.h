@@ -36,6 +36,9 @@ int cgroup_tree_init(struct cgroup_tree *t);
 int cgroup_tree_scan(struct cgroup_tree *t, int (*on_dir)(void *ctx, const char *rel), void *ctx);
 void cgroup_tree_free(struct cgroup_tree *t);
 const char *cgroup_tree_path(const struct cgroup_tree *t, uint64_t id);
+/* Levels of a relative path below the root: "/" 0, "/a" 1, "/a/b" 2 (what
+ * the kernel's cgroup->level says of it). */
+unsigned cgroup_path_level(const char *path);
 /* NULL when unknown; an entry stays where it is until it is removed. */
 struct cgroup_entry *cgroup_tree_find(const struct cgroup_tree *t, uint64_t id);
 struct cgroup_entry *cgroup_tree_find_path(const struct cgroup_tree *t, const char *rel);

@@ -714,16 +714,6 @@ static void limits_diff(struct enforcer *e, uint64_t **out, size_t *n_out)
 }
 
 /* Depth of a cgroup below the v2 root, from its path ("/a/b": 2). */
-static unsigned path_level(const char *path)
-{
-	unsigned level = 0;
-
-	for (const char *p = path; *p; p++)
-		if (*p == '/' && p[1] && p[1] != '/')
-			level++;
-	return level;
-}
-
 static int id_cmp(const void *a, const void *b)
 {
 	const uint64_t *x = a, *y = b;
@@ -748,7 +738,7 @@ static int usage_entries_make(struct enforcer *e, const struct enforce_cgroup *c
 	int fd = bpf_map__fd(e->skel->maps.cgroup_usage), err = 0;
 
 	for (size_t i = 0; i < n; i++) {
-		struct cgroup_usage u = { .level = path_level(cgs[i].path) };
+		struct cgroup_usage u = { .level = cgroup_path_level(cgs[i].path) };
 
 		if (changed && !bsearch(&cgs[i].id, changed, n_changed, sizeof(*changed), id_cmp))
 			continue;

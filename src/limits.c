@@ -70,16 +70,6 @@ static bool has_limited_ancestor(const struct cgroup_tree *t, const char *path)
 	return false;
 }
 
-/* Levels of @path below the root: "/" 0, "/a" 1, "/a/b" 2. */
-static int path_depth(const char *path)
-{
-	int n = 0;
-
-	for (; *path; path++)
-		n += *path == '/' && path[1];
-	return n;
-}
-
 /*
  * A socket charges only its cgroup's TCPBUF_MAX_DEPTH nearest levels
  * (include/tcpbuf_maps.h): say so, once per cgroup, where a limited one is
@@ -92,7 +82,7 @@ static void beyond_reach_check(struct daemon *d)
 
 	for (size_t i = 0; i < d->tree.n; i++) {
 		struct cgroup_entry *e = d->tree.entries[i];
-		int depth = path_depth(e->path), keep;
+		int depth = (int)cgroup_path_level(e->path), keep;
 		char *p;
 
 		if (depth <= TCPBUF_MAX_DEPTH || e->beyond_reach_said)
