@@ -150,11 +150,19 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 		if (sure && (!peek || caps_still_settled(sk, tp, &peek->enforce)))
 			return 1;
 	}
-	/* The entry is made while some cgroup has limits: the walks below
-	 * read the socket's ancestry from it. */
-	sc = sock_charge_get(sk, established && limits_present());
-	if (!sc)
-		return 1;
+	sc = sock_charge_get(sk, false);
+	if (!sc) {
+		/* Made at establishment for a socket with a limited ancestor
+		 * (the walks below read its ancestry from it), not for its
+		 * neighbours: making one is most of a connection's cost here,
+		 * and accounting makes it when the socket holds memory. A
+		 * limit set later reaches the socket by the sweep. */
+		if (!established || !ancestry_has_limits(sk, NULL))
+			return 1;
+		sc = sock_charge_get(sk, true);
+		if (!sc)
+			return 1;
+	}
 	se = &sc->enforce;
 	if (!established && caps_still_settled(sk, tp, se))
 		return 1;
