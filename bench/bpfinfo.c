@@ -15,12 +15,14 @@
  *                                 exit 0 when none does, 1 otherwise
  *   bpfinfo sweep LINK [-n N]     times N runs of a pinned iterator link (create
  *                                 the iterator, read it to the end, as the daemon
- *                                 does): "sweep n=N median_ms=... min_ms=... max_ms=..."
+ *                                 does): "sweep runs_ms=A,B,... n=N median_ms=...
+ *                                 min_ms=... max_ms=...", runs in the order they ran
  *   bpfinfo sweep-prog OBJ PROG PINDIR [-n N] [--target CGROUP_DIR]
  *                                 the same for iterator program PROG of OBJ, for
  *                                 iterators the daemon keeps unpinned (enforce_sweep):
  *                                 loads PROG alone, on the maps pinned in PINDIR,
- *                                 with the object's default settings; --target
+ *                                 with the settings (.rodata) of the daemon's own
+ *                                 PROG on those maps; --target
  *                                 sweeps as after a state change of that one cgroup
  *   bpfinfo verify OBJ [PROG]     loads OBJ's programs (or PROG alone) on maps of
  *                                 their own, as the object's defaults set them, and
@@ -212,8 +214,13 @@ static int sweep_fd(int lfd, const char *link, int n)
 		iter_drain(lfd, link);
 		ms[i] = (mono_sec() - t0) * 1e3;
 	}
+	/* In the order they ran: a first sweep that does the work the
+	 * others find done stands out. */
+	printf("sweep runs_ms=");
+	for (i = 0; i < n; i++)
+		printf("%s%.3f", i ? "," : "", ms[i]);
 	qsort(ms, n, sizeof(*ms), cmp_double);
-	printf("sweep n=%d median_ms=%.3f min_ms=%.3f max_ms=%.3f\n", n,
+	printf(" n=%d median_ms=%.3f min_ms=%.3f max_ms=%.3f\n", n,
 	       n % 2 ? ms[n / 2] : (ms[n / 2 - 1] + ms[n / 2]) / 2, ms[0], ms[n - 1]);
 	return 0;
 }
@@ -260,6 +267,97 @@ static void bss_set_u32(struct bpf_object *obj, const char *var, __u32 val)
 	die("no variable %s in .bss", var);
 }
 
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+
+	return a >= b && !strcmp(s + a - b, suffix);
+}
+
+/* The .rodata of the loaded program @name that uses map @map_id; 0 or -1. */
+static int daemon_rodata(const char *name, __u32 map_id, void *val, __u32 size)
+{
+	__u32 id = 0;
+
+	while (!bpf_prog_get_next_id(id, &id)) {
+		__u32 maps[64], n, i, len;
+		struct bpf_prog_info pi = {};
+		int fd = bpf_prog_get_fd_by_id(id);
+		bool ours = false;
+
+		if (fd < 0)
+			continue;
+		len = sizeof(pi);
+		pi.nr_map_ids = 64;
+		pi.map_ids = (__u64)(unsigned long)maps;
+		if (bpf_obj_get_info_by_fd(fd, &pi, &len) || strcmp(pi.name, name)) {
+			close(fd);
+			continue;
+		}
+		close(fd);
+		n = pi.nr_map_ids < 64 ? pi.nr_map_ids : 64;
+		for (i = 0; i < n; i++)
+			ours |= maps[i] == map_id;
+		for (i = 0; ours && i < n; i++) {
+			struct bpf_map_info mi = {};
+			int mfd = bpf_map_get_fd_by_id(maps[i]), r;
+			__u32 zero = 0;
+
+			if (mfd < 0)
+				continue;
+			len = sizeof(mi);
+			r = bpf_obj_get_info_by_fd(mfd, &mi, &len);
+			if (!r && ends_with(mi.name, ".rodata") && mi.value_size == size)
+				r = bpf_map_lookup_elem(mfd, &zero, val);
+			else
+				r = 1;
+			close(mfd);
+			if (!r)
+				return 0;
+		}
+	}
+	return -1;
+}
+
+/*
+ * The daemon's settings for @obj (its .rodata: the buffer ceilings and the
+ * most one socket holds, from the host's sysctls), taken from its own
+ * program @name on the same pinned maps: with the object's defaults the
+ * sweep would size sockets to caps the daemon never sets (here
+ * sndbuf_ceiling 8 MiB against 4, sock_bound_pages 2,624 against 10,304).
+ */
+static void rodata_from_daemon(struct bpf_object *obj, const char *name, const char *pindir)
+{
+	struct bpf_map_info mi = {};
+	struct bpf_map *map;
+	char pin[4096];
+	__u32 len = sizeof(mi);
+	size_t size;
+	void *val;
+	int fd;
+
+	snprintf(pin, sizeof(pin), "%s/sock_charge", pindir);
+	fd = bpf_obj_get(pin);
+	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &mi, &len))
+		die("%s", pin);
+	close(fd);
+	bpf_object__for_each_map(map, obj) {
+		if (!ends_with(bpf_map__name(map), ".rodata"))
+			continue;
+		bpf_map__initial_value(map, &size);
+		val = calloc(1, size);
+		if (!val || daemon_rodata(name, mi.id, val, size))
+			die("no loaded %s on %s with a .rodata of %zu bytes: is the daemon running?",
+			    name, pindir, size);
+		if (bpf_map__set_initial_value(map, val, size))
+			die("cannot set %s", bpf_map__name(map));
+		fprintf(stderr, "bpfinfo: %s runs with the daemon's %s (%zu bytes)\n", name,
+			bpf_map__name(map), size);
+		free(val);
+		return;
+	}
+}
+
 static int sweep_prog(const char *path, const char *name, const char *pindir, int n,
 		      const char *target)
 {
@@ -289,6 +387,7 @@ static int sweep_prog(const char *path, const char *name, const char *pindir, in
 	}
 	if (!want)
 		die("no program %s in %s", name, path);
+	rodata_from_daemon(obj, name, pindir);
 	if (target) {
 		bss_set_u32(obj, "sweep_targeted", 1);
 		if (collect)
