@@ -102,9 +102,7 @@ int main(void)
 	test_init();
 	enforce_config(1000);
 	ASSERT_OK(daemon_start(""));
-	skmem_storage_fd = daemon_pinned_fd("sock_charge");
-	skmem_storage_off = offsetof(struct sock_charge, enforce.flags);
-	ASSERT_GE(skmem_storage_fd, 0);
+	skmem_watch_sock_charge(offsetof(struct sock_charge, enforce.flags));
 	cg = cg_create("n");
 	snprintf(ingress, sizeof(ingress), "ingress-%" PRIu64, cg_id(cg));
 	limits_write(cg, 8 * b, 8 * b, 6 * b, 3 * b);

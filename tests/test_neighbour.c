@@ -74,9 +74,7 @@ int main(void)
 	test_init();
 	enforce_config(1000);
 	ASSERT_OK(daemon_start(""));
-	skmem_storage_fd = daemon_pinned_fd("sock_charge");
-	skmem_storage_off = offsetof(struct sock_charge, enforce.flags);
-	ASSERT_GE(skmem_storage_fd, 0);
+	skmem_watch_sock_charge(offsetof(struct sock_charge, enforce.flags));
 	lim = cg_create("lim");
 	nb = cg_create("nb");
 	limits_write(lim, FAR_PAGES, 0, 0, 0);

@@ -147,9 +147,7 @@ int main(void)
 	test_init();
 	enforce_config_poll(3600000, 3600000);
 	ASSERT_OK(daemon_start(""));
-	skmem_storage_fd = daemon_pinned_fd("sock_charge");
-	skmem_storage_off = offsetof(struct sock_charge, charged_pages);
-	ASSERT_GE(skmem_storage_fd, 0);
+	skmem_watch_sock_charge(offsetof(struct sock_charge, charged_pages));
 	cg = cg_create("s");
 	limits_write(cg, 262144, 0, 64, 32);
 	ASSERT_OK(daemon_reload_until(cg, 262144, 5000));

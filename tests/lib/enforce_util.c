@@ -890,6 +890,13 @@ long sysctl_field(const char *path, int field)
 	return v;
 }
 
+void skmem_watch_sock_charge(size_t off)
+{
+	skmem_storage_fd = daemon_pinned_fd("sock_charge");
+	skmem_storage_off = off;
+	ASSERT_GE(skmem_storage_fd, 0);
+}
+
 int64_t sock_bound_pages(void)
 {
 	long rmem_max = sysctl_field("/proc/sys/net/core/rmem_max", 0);

@@ -110,6 +110,11 @@ void limits_write(const char *path, int64_t limit, int64_t max, int64_t pressure
  * it from the sysctls), in pages: a limited cgroup is near from the point where
  * its sockets times B reach half its pressure (or max) threshold. */
 int64_t sock_bound_pages(void);
+/* From now on sock_diag reports each socket's sock_charge entry (skmem.h:
+ * has_storage) and the 4 bytes at @off in it (storage_u32), e.g.
+ * offsetof(struct sock_charge, enforce.flags). Fails the test if the daemon
+ * has no such map pinned. */
+void skmem_watch_sock_charge(size_t off);
 /* Field @field (0-based) of a whitespace-separated sysctl file; -1 if unreadable. */
 long sysctl_field(const char *path, int field);
 void limits_remove(const char *path);
