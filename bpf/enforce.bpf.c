@@ -157,7 +157,7 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 		 * neighbours: making one is most of a connection's cost here,
 		 * and accounting makes it when the socket holds memory. A
 		 * limit set later reaches the socket by the sweep. */
-		if (!established || !ancestry_has_limits(sk, NULL))
+		if (!established || !sock_limited_ancestor(sk))
 			return 1;
 		sc = sock_charge_get(sk, true);
 		if (!sc)

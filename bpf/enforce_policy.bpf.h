@@ -336,6 +336,35 @@ static __always_inline bool ancestry_has_limits(struct sock *sk, const struct so
 	return w.found;
 }
 
+/*
+ * The same for a socket that has no entry yet, at its establishment: plain
+ * loads up from its cgroup, as sock_ancestry_fill() reads them, instead of
+ * ancestry_has_limits()' probe reads (four a level, each a helper call):
+ * every connection of a limited cgroup's neighbours pays for this walk.
+ */
+static __always_inline bool sock_limited_ancestor(const struct sock *sk)
+{
+	struct cgroup *cg = sk_cgroup(sk);
+	struct cgroup_subsys_state *parent;
+	__u64 id;
+	int i;
+
+	if (!limits_present())
+		return false;
+	for (i = 0; i < TCPBUF_MAX_DEPTH; i++) {
+		if (!cg || cg->level <= 0)
+			return false;
+		id = cg->kn->id;
+		if (usage_limited(bpf_map_lookup_elem(&cgroup_usage, &id)))
+			return true;
+		parent = cg->self.parent;
+		if (!parent)
+			return false;
+		cg = parent->cgroup;
+	}
+	return false;
+}
+
 /* The caps of all the socket's limited ancestors, strictest first; whether
  * one of them is near: the socket is then armed, capped and followed segment
  * by segment. (Returned, not in struct caps: a flag there, copied and
