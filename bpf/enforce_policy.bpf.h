@@ -207,10 +207,11 @@ static __always_inline void caps_level(struct caps *c, const struct cgroup_usage
  * with branches in each would blow its instruction budget. The ancestry is
  * the one cached in the socket's sock_charge entry (charge.bpf.h), which
  * every caller but one has in hand: the programs that size a socket make
- * it (while some cgroup has limits), since a socket walked at establishment
- * is walked again at every count, sweep and segment; a socket that carries
- * data gets the entry at its first charge anyway. Without one (the sweep's
- * test of a socket it never sized, or storage full), probe reads.
+ * it for a socket with a limited ancestor, since a socket walked at
+ * establishment is walked again at every count, sweep and segment; a socket
+ * that carries data gets the entry at its first charge anyway. Without one
+ * (the sweep's test of a socket it never sized, or storage full), probe
+ * reads.
  */
 struct ancestry {
 	const struct sock_charge *sc;
