@@ -5,10 +5,10 @@
  * sampled mode with the difference between the socket's footprint now and
  * what it had charged before.
  *
- * The socket's own fields are read with plain CO-RE accesses on the BTF
- * pointer every program type here hands us. The cgroup walk goes through
- * BPF_CORE_READ instead: the verifier will not let a css pointer be treated
- * as the struct cgroup that contains it.
+ * The socket's own fields and its cgroup ancestry are read with plain CO-RE
+ * accesses on the BTF pointer every program type here hands us (a parent
+ * through its css's own cgroup pointer: the verifier will not let a css
+ * pointer be treated as the struct cgroup that contains it).
  */
 #ifndef TCPBUF_CHARGE_BPF_H
 #define TCPBUF_CHARGE_BPF_H
@@ -38,11 +38,6 @@ static __always_inline bool sk_is_tcp(const struct sock *sk)
 static __always_inline struct cgroup *sk_cgroup(const struct sock *sk)
 {
 	return sk->sk_cgrp_data.cgroup;
-}
-
-static __always_inline __u64 cgroup_id_of(const struct cgroup *cg)
-{
-	return BPF_CORE_READ(cg, kn, id);
 }
 
 /* The bytes the kernel holds for this socket: what sock_diag reports as

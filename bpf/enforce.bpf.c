@@ -562,8 +562,8 @@ static __always_inline bool sweep_concerns(struct sock *sk)
 	cg = sk_cgroup(sk);
 	if (!cg)
 		return true;
-	/* Plain loads, not cgroup_id_of()'s probe reads: the iterator's
-	 * socket is a trusted pointer, and this runs for every socket. */
+	/* Plain loads, not probe reads: the iterator's socket is a
+	 * trusted pointer, and this runs for every socket. */
 	key = sweep_by_pointer ? (__u64)cg : cg->kn->id;
 	return bpf_map_lookup_elem(&sweep_targets, &key) != NULL;
 }

@@ -205,42 +205,24 @@ static __always_inline void caps_level(struct caps *c, const struct cgroup_usage
  * Walks up a socket's cgroup ancestry run under bpf_loop(): the verifier
  * checks the body once, where an unrolled walk of TCPBUF_MAX_DEPTH levels
  * with branches in each would blow its instruction budget. The ancestry is
- * the one cached in the socket's sock_charge entry (charge.bpf.h), which
- * every caller but one has in hand: the programs that size a socket make
- * it for a socket with a limited ancestor, since a socket walked at
- * establishment is walked again at every count, sweep and segment; a socket
- * that carries data gets the entry at its first charge anyway. Without one
- * (the sweep's test of a socket it never sized, or storage full), probe
- * reads.
+ * the one cached in the socket's sock_charge entry (charge.bpf.h): the
+ * programs that size a socket make it for a socket with a limited ancestor,
+ * since a socket walked at establishment is walked again at every count,
+ * sweep and segment; a socket that carries data gets the entry at its first
+ * charge anyway. Without one, only whether it has a limited ancestor is
+ * asked (sock_limited_ancestor()).
  */
 struct ancestry {
 	const struct sock_charge *sc;
-	__u64 cg;	/* without an entry: the next cgroup up */
 };
-
-static __always_inline void ancestry_init(struct ancestry *a, struct sock *sk,
-					  const struct sock_charge *sc)
-{
-	a->sc = sc;
-	a->cg = sc ? 0 : (__u64)sk_cgroup(sk);
-}
 
 static __always_inline bool walk_level(struct ancestry *a, __u64 i, __u64 *id)
 {
 	const struct sock_charge *sc = a->sc;
-	struct cgroup *cg;
 
-	if (sc) {
-		if (i >= TCPBUF_MAX_DEPTH || i >= sc->levels)
-			return false;
-		*id = sc->ancestors[i];
-		return true;
-	}
-	cg = (struct cgroup *)a->cg;
-	if (!cg || BPF_CORE_READ(cg, level) <= 0)
+	if (!sc || i >= TCPBUF_MAX_DEPTH || i >= sc->levels)
 		return false;
-	*id = cgroup_id_of(cg);
-	a->cg = (__u64)BPF_CORE_READ(cg, self.parent);
+	*id = sc->ancestors[i];
 	return true;
 }
 
@@ -324,24 +306,12 @@ static long find_walk_level(__u64 i, void *ctx)
 	return 1;
 }
 
-/* Whether some ancestor of the socket has limits, near or far; cheaper to
- * verify than caps_compute(). */
-static __always_inline bool ancestry_has_limits(struct sock *sk, const struct sock_charge *sc)
-{
-	struct find_walk w = {};
-
-	if (!limits_present())
-		return false;
-	ancestry_init(&w.a, sk, sc);
-	bpf_loop(TCPBUF_MAX_DEPTH, find_walk_level, &w, 0);
-	return w.found;
-}
-
 /*
- * The same for a socket that has no entry yet, at its establishment: plain
- * loads up from its cgroup, as sock_ancestry_fill() reads them, instead of
- * ancestry_has_limits()' probe reads (four a level, each a helper call):
- * every connection of a limited cgroup's neighbours pays for this walk.
+ * Whether some ancestor of a socket without an entry has limits (at its
+ * establishment; the sweep's look at a socket it never sized): plain loads
+ * up from its cgroup, as sock_ancestry_fill() reads them. Not probe reads,
+ * a helper call each and four a level: every connection of a limited
+ * cgroup's neighbours pays for this walk.
  */
 static __always_inline bool sock_limited_ancestor(const struct sock *sk)
 {
@@ -366,6 +336,20 @@ static __always_inline bool sock_limited_ancestor(const struct sock *sk)
 	return false;
 }
 
+/* Whether some ancestor of the socket has limits, near or far; cheaper to
+ * verify than caps_compute(). */
+static __always_inline bool ancestry_has_limits(struct sock *sk, const struct sock_charge *sc)
+{
+	struct find_walk w = { .a.sc = sc };
+
+	if (!sc)
+		return sock_limited_ancestor(sk);
+	if (!limits_present())
+		return false;
+	bpf_loop(TCPBUF_MAX_DEPTH, find_walk_level, &w, 0);
+	return w.found;
+}
+
 /* The caps of all the socket's limited ancestors, strictest first; whether
  * one of them is near: the socket is then armed, capped and followed segment
  * by segment. (Returned, not in struct caps: a flag there, copied and
@@ -385,7 +369,7 @@ static __always_inline bool caps_compute(struct sock *sk, const struct tcp_sock 
 	bool stale;
 
 	if (ctl && ctl->limited_cgroups) {
-		ancestry_init(&w.a, sk, sc);
+		w.a.sc = sc;
 		w.levels = limited_levels_of(sc, ctl, &stale);
 		/* One limited level, the socket's own cgroup (the common
 		 * case): without the loop, whose calls and spills were a

@@ -713,7 +713,6 @@ static void limits_diff(struct enforcer *e, uint64_t **out, size_t *n_out)
 	*n_out = k;
 }
 
-/* Depth of a cgroup below the v2 root, from its path ("/a/b": 2). */
 static int id_cmp(const void *a, const void *b)
 {
 	const uint64_t *x = a, *y = b;
