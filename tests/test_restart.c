@@ -100,6 +100,7 @@ int main(void)
 {
 	char conf[1024], bad[1024], *json;
 	struct cgroup_usage m0, m1, m2;
+	struct skmem_total b_seen = { 0 };
 	int64_t usage1, peak1, failcnt1, events1, b_pages, b_charged, usage;
 	const char *wa, *wb;
 	struct load *la, *lb, *lc;
@@ -142,7 +143,6 @@ int main(void)
 	la = stalled(wa);
 	lb = stalled(wb);
 	json = status_json();
-	b_charged = field(json, wb, "usage_pages");
 	exact = strstr(json, "\"mode\": \"exact\"") != NULL;
 	usage1 = field(json, w, "usage_pages");
 	peak1 = field(json, w, "peak_pages");
@@ -154,7 +154,10 @@ int main(void)
 	check_limits(json, "before the kill");
 	free(json);
 
-	EXPECT_NEAR(b_charged, (int64_t)oracle_pages(wb), skmem_tolerance(b_charged));
+	/* Read as a quiet pair: a stalled receiver's queue can shrink between
+	 * a status and a later sock_diag (2,156 against 2,088 pages once). */
+	b_charged = usage_against_sock_diag(wb, "", &b_seen, 5);
+	EXPECT_NEAR(b_charged, (int64_t)b_seen.pages, skmem_tolerance(b_charged));
 
 	/* 1. Killed: the pinned programs keep counting. Closing B takes back
 	 * exactly what B's sockets had charged. In sampled mode that is their
