@@ -6,6 +6,7 @@
  */
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include "container_name.h"
 #include "host_tcp_mem.h"
@@ -95,18 +96,21 @@ static void label_value(FILE *f, const char *v)
 	fputc('"', f);
 }
 
-/* The cgroup's labels: its path, and container_id/pod_uid where the path names them. */
-static void cgroup_labels(FILE *f, const char *path)
+/* The cgroup's labels: its path, and container_id/pod_uid where the path names them
+ * (@names[i], read once per row; NULL: read here). */
+static void cgroup_labels(FILE *f, const char *path, const struct container_name *names, size_t i)
 {
-	struct container_name cn;
+	struct container_name own;
+	const struct container_name *cn = names ? &names[i] : &own;
 
 	fputs("{cgroup=", f);
 	label_value(f, path);
-	container_name_from_path(path, &cn);
-	if (cn.container_id[0])
-		fprintf(f, ",container_id=\"%s\"", cn.container_id);
-	if (cn.pod_uid[0])
-		fprintf(f, ",pod_uid=\"%s\"", cn.pod_uid);
+	if (!names)
+		container_name_from_path(path, &own);
+	if (cn->container_id[0])
+		fprintf(f, ",container_id=\"%s\"", cn->container_id);
+	if (cn->pod_uid[0])
+		fprintf(f, ",pod_uid=\"%s\"", cn->pod_uid);
 }
 
 static __u64 nonneg(__s64 v)
@@ -167,8 +171,12 @@ static void host_tcp_mem_print(FILE *f)
 void metrics_print(FILE *f, const struct status_rows *rows, const char *mode,
 		   unsigned limited_cgroups)
 {
+	struct container_name *names = calloc(rows->n ? rows->n : 1, sizeof(*names));
 	unsigned long long v;
 	size_t m, i, s;
+
+	for (i = 0; names && i < rows->n; i++)
+		container_name_from_path(rows->rows[i].path, &names[i]);
 
 	header(f, "tcpbufd_build_info", "gauge",
 	       "tcpbufd's version and the accounting mode it runs; always 1.");
@@ -187,7 +195,7 @@ void metrics_print(FILE *f, const struct status_rows *rows, const char *mode,
 			if (!rows->rows[i].path || !row_value(&rows->rows[i], metrics[m].kind, &v))
 				continue;
 			fputs(metrics[m].name, f);
-			cgroup_labels(f, rows->rows[i].path);
+			cgroup_labels(f, rows->rows[i].path, names, i);
 			fprintf(f, "} %llu\n", v);
 		}
 	}
@@ -201,8 +209,9 @@ void metrics_print(FILE *f, const struct status_rows *rows, const char *mode,
 			continue;
 		for (s = 0; s < sizeof(states) / sizeof(states[0]); s++) {
 			fputs("tcpbufd_cgroup_state", f);
-			cgroup_labels(f, rows->rows[i].path);
+			cgroup_labels(f, rows->rows[i].path, names, i);
 			fprintf(f, ",state=\"%s\"} %d\n", states[s], !strcmp(cur, states[s]));
 		}
 	}
+	free(names);
 }
