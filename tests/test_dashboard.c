@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <json-c/json.h>
 
 #define DASHBOARD "deploy/grafana/tcpbufd.json"
@@ -239,6 +240,9 @@ int main(void)
 	int exprs = 0, unknown = 0;
 
 	test_init();
+	/* The guests' initramfs carries build/ and tests/, not deploy/. */
+	if (getenv("TCPBUF_VM") && access(DASHBOARD, F_OK))
+		SKIP("%s is not in the VM guest", DASHBOARD);
 	dash = json_object_from_file(DASHBOARD);
 	if (!dash) {
 		test_log("%s: %s", DASHBOARD, json_util_get_last_err());
