@@ -17,7 +17,7 @@
  * 143, 1 with the reason on the terminal; killed by SIGINT, the shell drops
  * the rest of the command line and prompts). Batch mode (-b, and any pipe): one snapshot per
  * interval, no escape codes, columns that parse, shares that are status's
- * usage/max, sorted.
+ * usage/max, sorted; a client confined to b (uid 65534 in b) sees b alone.
  */
 #define _GNU_SOURCE
 #include "harness.h"
@@ -416,6 +416,28 @@ static void check_batch(const char *a, const char *b, const char *d)
 	EXPECT_EQ(ctl(NULL, "top -n 0"), 2);
 }
 
+/* A container's client (uid 65534, in b): top shows b's subtree only. */
+static void check_confined_client(const char *b)
+{
+	struct batch_row rows[16];
+	char *out = NULL, *ctlq = sh_quote(tcpbufctl_path()), *sockq = sh_quote(daemon_socket_path());
+	char *abs = cg_abs(b);
+	int n = 0;
+
+	EXPECT_EQ(run_sh(&out, "echo $$ > %s/cgroup.procs && exec setpriv --reuid=65534 "
+			 "--regid=65534 --clear-groups %s --socket %s top -b -n 1", abs, ctlq, sockq),
+		  0);
+	test_log("top -b as uid 65534 in b:\n%s", out);
+	EXPECT_EQ(parse_batch(out, rows, &n, 16), 1);
+	EXPECT_EQ(n, 1);
+	for (int i = 0; i < n; i++)
+		EXPECT_EQ(strcmp(rows[i].cgroup, b), 0);
+	free(out);
+	free(ctlq);
+	free(sockq);
+	free(abs);
+}
+
 int main(void)
 {
 	struct load_opts la = { .nconn = 8, .bytes = 256 << 10 };
@@ -432,8 +454,8 @@ int main(void)
 	d = cg_rel(cg_create("c/docker-" ID ".scope"));
 	tmux_cg = cg_create("tmux");
 	snprintf(tmux_name, sizeof(tmux_name), "tcpbuf-test-%d", (int)getpid());
-	daemon_write_config("[Daemon]\nDropInDir=%s\nStateDir=%s\n", daemon_confdir(),
-			    test_tmpdir());
+	daemon_write_config("[Daemon]\nDropInDir=%s\nStateDir=%s\nSocketMode=0666\n",
+			    daemon_confdir(), test_tmpdir());
 	ASSERT_EQ(daemon_start(NULL), 0);
 	ASSERT_EQ(ctl(NULL, "set-limit %s 256M", a), 0);
 	ASSERT_EQ(ctl(NULL, "set %s 64M 128M 256M", a), 0);
@@ -454,6 +476,8 @@ int main(void)
 	free(json);
 
 	check_batch(a, b, d);
+	if (have_program("setpriv"))
+		check_confined_client(b);
 
 	test_defer(tmux_kill, NULL);
 	ASSERT_EQ(tmux(NULL, "new-session -d -s top -x 160 -y 40 sh"), 0);
