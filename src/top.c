@@ -10,6 +10,7 @@
 #include <curses.h>
 #include <errno.h>
 #include <getopt.h>
+#include <locale.h>
 #include <math.h>
 #include <poll.h>
 #include <signal.h>
@@ -482,6 +483,7 @@ static int run_screen(const char *socket, const struct top_opts *o)
 	int code = 0, sig;
 
 	catch_stop_signals();
+	setlocale(LC_CTYPE, "");	/* UTF-8 in paths drawn as characters */
 	if (start_screen(&scr))
 		return 1;
 	stderr_capture(&saved);

@@ -50,6 +50,32 @@ static int field_word(json_object *o, const char *name, char *buf, size_t len, c
 	return 0;
 }
 
+/* A path as top shows it: control bytes as \xNN and '\' as "\\", so that a
+ * name cannot break a line of batch output or move the cursor. */
+char *top_path_display(const char *path)
+{
+	size_t n = 0;
+	char *out, *o;
+
+	for (const char *c = path; *c; c++)
+		n += (unsigned char)*c < 0x20 || *c == 0x7f ? 4 : *c == '\\' ? 2 : 1;
+	out = malloc(n + 1);
+	if (!out)
+		return NULL;
+	for (o = out; *path; path++) {
+		unsigned char c = (unsigned char)*path;
+
+		if (c < 0x20 || c == 0x7f)
+			o += sprintf(o, "\\x%02x", c);
+		else if (c == '\\')
+			o += sprintf(o, "\\\\");
+		else
+			*o++ = (char)c;
+	}
+	*o = '\0';
+	return out;
+}
+
 static int parse_row(json_object *o, struct top_row *r, char *err, size_t errlen, size_t i)
 {
 	json_object *path;
@@ -63,7 +89,7 @@ static int parse_row(json_object *o, struct top_row *r, char *err, size_t errlen
 		snprintf(err, errlen, "status --json: cgroups[%zu].cgroup is not a path", i);
 		return -1;
 	}
-	r->cgroup = strdup(path ? json_object_get_string(path) : "(removed)");
+	r->cgroup = top_path_display(path ? json_object_get_string(path) : "(removed)");
 	r->refusals_per_s = -1;
 	if (!r->cgroup) {
 		snprintf(err, errlen, "out of memory");

@@ -16,7 +16,7 @@
 #define TOP_NONE UINT64_MAX		/* a threshold that is not set */
 
 struct top_row {
-	char *cgroup;			/* as status names it; "(removed)" for null */
+	char *cgroup;			/* as status names it (top_path_display); "(removed)" for null */
 	char container_id[CONTAINER_ID_LEN + 1], pod_uid[POD_UID_MAX + 1];	/* "" = none */
 	uint64_t id, usage_pages, sockets;
 	uint64_t pressure_pages, max_pages, limit_pages;	/* TOP_NONE when not set */
@@ -36,6 +36,8 @@ enum top_key { TOP_BY_SHARE, TOP_BY_USAGE, TOP_BY_REFUSALS, TOP_BY_PRESSURE, TOP
 /* Read status --json into @out. 0, or -1 with a line in @err naming the field. */
 int top_snapshot_parse(const char *json, struct top_snapshot *out, char *err, size_t errlen);
 void top_snapshot_free(struct top_snapshot *s);
+/* @path with control bytes as \xNN and '\' doubled (malloc'd; NULL: no memory). */
+char *top_path_display(const char *path);
 
 /* Refusals per second of each row of @now against the same cgroup id in @prev. */
 void top_rates(struct top_snapshot *now, const struct top_snapshot *prev, double seconds);

@@ -170,6 +170,26 @@ static void test_bad_json(void)
 	}
 }
 
+static void test_display(void)
+{
+	static const struct { const char *in, *out; } cases[] = {
+		{ "/system.slice/web.service", "/system.slice/web.service" },
+		{ "/a\nb", "/a\\x0ab" },
+		{ "/\033[2J", "/\\x1b[2J" },
+		{ "/back\\slash", "/back\\\\slash" },
+		{ "/del\x7f", "/del\\x7f" },
+		{ "/utf\xc3\xa9 sp", "/utf\xc3\xa9 sp" },
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *got = top_path_display(cases[i].in);
+
+		CHECK(got && !strcmp(got, cases[i].out), "display %zu: '%s', want '%s'", i, got,
+		      cases[i].out);
+		free(got);
+	}
+}
+
 static void test_keys(void)
 {
 	enum top_key k;
@@ -206,6 +226,7 @@ int main(void)
 	test_snapshot();
 	test_bad_json();
 	test_keys();
+	test_display();
 	test_host();
 	printf("%d failures\n", failures);
 	return failures ? 1 : 0;
