@@ -38,15 +38,15 @@ CFLAGS       += -std=gnu11 -Wall -Wextra -Werror -Iinclude -Isrc -I$(OUT) \
 		-DTCPBUFD_VERSION='"$(VERSION)"' \
 		$(shell $(PKG_CONFIG) --cflags libbpf inih libsystemd 2>/dev/null)
 LIBS_DAEMON  := $(shell $(PKG_CONFIG) --libs libbpf inih libsystemd 2>/dev/null || echo -lbpf -linih -lsystemd) -lelf -lz
-LIBS_CTL     :=
+LIBS_CTL     := $(shell $(PKG_CONFIG) --libs json-c ncursesw 2>/dev/null || echo -ljson-c -lncursesw -ltinfo) -lm
 
 BPF_OBJS     := account_exact account_sampled reconcile enforce
 SKELS        := $(patsubst %,$(OUT)/%.skel.h,$(BPF_OBJS))
 
 DAEMON_SRCS  := src/tcpbufd.c src/loader.c src/demand.c src/cgroups.c src/cgwatch.c src/bpffs.c src/log.c \
 		src/control.c src/commands.c src/limits.c src/status.c src/config.c src/size.c src/request.c src/dropin.c \
-		src/enforce.c
-CTL_SRCS     := src/tcpbufctl.c src/request.c src/size.c
+		src/enforce.c src/container_name.c src/host_tcp_mem.c
+CTL_SRCS     := src/tcpbufctl.c src/request.c src/size.c src/top.c src/top_model.c src/host_tcp_mem.c
 # systemd integration (sd_notify) and the Prometheus exporter
 DAEMON_SRCS  += src/notify.c src/metrics.c
 

@@ -6,7 +6,10 @@
  */
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+#include "container_name.h"
+#include "host_tcp_mem.h"
 #include "metrics.h"
 
 #define PAGE_BYTES 4096ULL
@@ -93,6 +96,23 @@ static void label_value(FILE *f, const char *v)
 	fputc('"', f);
 }
 
+/* The cgroup's labels: its path, and container_id/pod_uid where the path names them
+ * (@names[i], read once per row; NULL: read here). */
+static void cgroup_labels(FILE *f, const char *path, const struct container_name *names, size_t i)
+{
+	struct container_name own;
+	const struct container_name *cn = names ? &names[i] : &own;
+
+	fputs("{cgroup=", f);
+	label_value(f, path);
+	if (!names)
+		container_name_from_path(path, &own);
+	if (cn->container_id[0])
+		fprintf(f, ",container_id=\"%s\"", cn->container_id);
+	if (cn->pod_uid[0])
+		fprintf(f, ",pod_uid=\"%s\"", cn->pod_uid);
+}
+
 static __u64 nonneg(__s64 v)
 {
 	return v < 0 ? 0 : v;
@@ -125,11 +145,38 @@ static void header(FILE *f, const char *name, const char *type, const char *help
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
+/* The host's TCP memory against net.ipv4.tcp_mem, where the daemon can read them. */
+static void host_tcp_mem_print(FILE *f)
+{
+	static const char *const lines[] = { "min", "pressure", "max" };
+	struct host_tcp_mem h;
+
+	host_tcp_mem_read(&h);
+	header(f, "tcpbufd_host_tcp_usage_bytes", "gauge",
+	       "TCP buffer memory of the whole host (/proc/net/sockstat TCP mem).");
+	if (h.has_usage)
+		fprintf(f, "tcpbufd_host_tcp_usage_bytes %llu\n",
+			(unsigned long long)h.usage_pages * PAGE_BYTES);
+	header(f, "tcpbufd_host_tcp_mem_bytes", "gauge",
+	       "The host's net.ipv4.tcp_mem thresholds (min, pressure, max).");
+	if (h.has_limits) {
+		const uint64_t v[] = { h.min_pages, h.pressure_pages, h.max_pages };
+
+		for (size_t i = 0; i < 3; i++)
+			fprintf(f, "tcpbufd_host_tcp_mem_bytes{threshold=\"%s\"} %llu\n", lines[i],
+				(unsigned long long)v[i] * PAGE_BYTES);
+	}
+}
+
 void metrics_print(FILE *f, const struct status_rows *rows, const char *mode,
 		   unsigned limited_cgroups)
 {
+	struct container_name *names = calloc(rows->n ? rows->n : 1, sizeof(*names));
 	unsigned long long v;
 	size_t m, i, s;
+
+	for (i = 0; names && i < rows->n; i++)
+		container_name_from_path(rows->rows[i].path, &names[i]);
 
 	header(f, "tcpbufd_build_info", "gauge",
 	       "tcpbufd's version and the accounting mode it runs; always 1.");
@@ -140,14 +187,15 @@ void metrics_print(FILE *f, const struct status_rows *rows, const char *mode,
 	fputs("} 1\n", f);
 	header(f, "tcpbufd_limited_cgroups", "gauge", "Cgroups that have limits in the kernel.");
 	fprintf(f, "tcpbufd_limited_cgroups %u\n", limited_cgroups);
+	host_tcp_mem_print(f);
 
 	for (m = 0; m < sizeof(metrics) / sizeof(metrics[0]); m++) {
 		header(f, metrics[m].name, metrics[m].type, metrics[m].help);
 		for (i = 0; i < rows->n; i++) {
 			if (!rows->rows[i].path || !row_value(&rows->rows[i], metrics[m].kind, &v))
 				continue;
-			fprintf(f, "%s{cgroup=", metrics[m].name);
-			label_value(f, rows->rows[i].path);
+			fputs(metrics[m].name, f);
+			cgroup_labels(f, rows->rows[i].path, names, i);
 			fprintf(f, "} %llu\n", v);
 		}
 	}
@@ -160,9 +208,10 @@ void metrics_print(FILE *f, const struct status_rows *rows, const char *mode,
 		if (!rows->rows[i].path)
 			continue;
 		for (s = 0; s < sizeof(states) / sizeof(states[0]); s++) {
-			fputs("tcpbufd_cgroup_state{cgroup=", f);
-			label_value(f, rows->rows[i].path);
+			fputs("tcpbufd_cgroup_state", f);
+			cgroup_labels(f, rows->rows[i].path, names, i);
 			fprintf(f, ",state=\"%s\"} %d\n", states[s], !strcmp(cur, states[s]));
 		}
 	}
+	free(names);
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <bpf/bpf.h>
+#include "container_name.h"
 #include "size.h"
 #include "status.h"
 
@@ -150,6 +151,25 @@ static __s64 nonneg(__s64 v)
 	return v < 0 ? 0 : v;
 }
 
+/* A field that is a plain word (no escaping needed), or null when empty. */
+static void json_word_or_null(FILE *f, const char *name, const char *word)
+{
+	if (word[0])
+		fprintf(f, ", \"%s\": \"%s\"", name, word);
+	else
+		fprintf(f, ", \"%s\": null", name);
+}
+
+/* "container_id" and "pod_uid" as the path names them (container_name.h). */
+static void json_container_fields(FILE *f, const char *path)
+{
+	struct container_name cn;
+
+	container_name_from_path(path, &cn);
+	json_word_or_null(f, "container_id", cn.container_id);
+	json_word_or_null(f, "pod_uid", cn.pod_uid);
+}
+
 void status_print_json(FILE *f, const struct status_rows *rows, const char *mode,
 		       long sock_entries)
 {
@@ -170,6 +190,7 @@ void status_print_json(FILE *f, const struct status_rows *rows, const char *mode
 			json_string(f, r->path);
 		else
 			fputs("null", f);
+		json_container_fields(f, r->path);
 		fprintf(f, ", \"id\": %llu, \"usage_pages\": %lld, \"usage_bytes\": %llu"
 			   ", \"peak_pages\": %lld, \"sockets\": %lld",
 			(unsigned long long)r->id, (long long)usage,

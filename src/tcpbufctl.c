@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "request.h"
+#include "top.h"
 
 #ifndef TCPBUFD_VERSION
 #define TCPBUFD_VERSION "0.1.0"
@@ -61,6 +62,7 @@ static const struct command_help helps[] = {
 	  "error the running configuration stays and the error names file and line.\n" },
 	{ "metrics", "counters for monitoring",
 	  "Print tcpbufd's counters for monitoring systems.\n" },
+	{ "top", "live view of the cgroups nearest their limits", TOP_HELP },
 };
 
 #define N_HELPS (sizeof(helps) / sizeof(helps[0]))
@@ -73,11 +75,17 @@ static const char common_help[] =
 	"rounded up to whole pages.\n"
 	"Exit status: 0 done, 1 refused or failed, 2 usage error.\n";
 
+/* top runs here, not in the daemon: its parser does not know it. */
+static const char *cmd_usage(const struct command_help *h)
+{
+	return strcmp(h->name, "top") ? request_cmd_usage(h->name) : TOP_USAGE;
+}
+
 static void print_help(void)
 {
 	printf("Usage: %s [--socket PATH] COMMAND [ARGS]\n\nCommands:\n", PROG);
 	for (size_t i = 0; i < N_HELPS; i++)
-		printf("  %-32s %s\n", request_cmd_usage(helps[i].name), helps[i].summary);
+		printf("  %-32s %s\n", cmd_usage(&helps[i]), helps[i].summary);
 	printf("\nOptions:\n"
 	       "  --socket PATH  tcpbufd's control socket (default %s)\n"
 	       "  -h, --help     this help; COMMAND --help for one command\n"
@@ -95,7 +103,7 @@ static const struct command_help *find_help(const char *name)
 
 static void print_command_help(const struct command_help *h)
 {
-	printf("Usage: %s [--socket PATH] %s\n\n%s\n%s", PROG, request_cmd_usage(h->name),
+	printf("Usage: %s [--socket PATH] %s\n\n%s\n%s", PROG, cmd_usage(h),
 	       h->details, common_help);
 }
 
@@ -288,6 +296,7 @@ struct reply {
 	unsigned long long body_got;
 	char err_body[ERROR_BODY_MAX];
 	size_t err_len;
+	FILE *out;		/* where the body of an answer goes */
 };
 
 /* "CODE LENGTH": the exit status and the bytes of body that follow. */
@@ -332,7 +341,7 @@ static void take_body(struct reply *r, const char *buf, size_t len)
 {
 	r->body_got += len;
 	if (r->code == EXIT_DONE) {
-		fwrite(buf, 1, len, stdout);
+		fwrite(buf, 1, len, r->out);
 		return;
 	}
 	if (len > sizeof(r->err_body) - r->err_len)
@@ -352,9 +361,9 @@ static int fail_io(const char *what, const char *path, int neg_errno)
 	return EXIT_FAILED;
 }
 
-static int read_reply(int fd, const char *path)
+static int read_reply(int fd, const char *path, FILE *out)
 {
-	struct reply r = { .code = -1 };
+	struct reply r = { .code = -1, .out = out };
 	char buf[65536];
 
 	for (;;) {
@@ -396,29 +405,38 @@ static int read_reply(int fd, const char *path)
 	return r.code;
 }
 
-static int run(const char *path, const char *req, size_t len)
+static int run(const char *path, const char *req, size_t len, FILE *out)
 {
 	int fd = connect_daemon(path), code, ret;
 
 	if (fd < 0)
 		return fail_io("cannot reach", path, fd);
 	ret = send_request(fd, req, len);
-	code = ret ? fail_io("lost the connection to", path, ret) : read_reply(fd, path);
+	code = ret ? fail_io("lost the connection to", path, ret) : read_reply(fd, path, out);
 	close(fd);
 	return code;
 }
 
-int main(int argc, char **argv)
+int tcpbufctl_call(const char *socket, int argc, char **argv, FILE *out)
 {
 	static char req[REQUEST_MAX_BYTES];
-	struct cmdline cl = { 0 };
+	struct cmdline cl = { .socket = socket, .argc = argc, .argv = argv };
 	size_t len = 0;
+	int code = build_request(&cl, req, sizeof(req), &len);
+
+	return code ? code : run(socket, req, len, out);
+}
+
+int main(int argc, char **argv)
+{
+	struct cmdline cl = { 0 };
 	int code = parse_cmdline(argc, argv, &cl);
 
 	if (!code && !answer_locally(&cl, &code)) {
-		code = build_request(&cl, req, sizeof(req), &len);
-		if (!code)
-			code = run(cl.socket, req, len);
+		if (cl.argc && !strcmp(cl.argv[0], "top"))
+			code = top_main(cl.socket, cl.argc, cl.argv);
+		else
+			code = tcpbufctl_call(cl.socket, cl.argc, cl.argv, stdout);
 	}
 	free(cl.argv);
 	/* Output that did not reach its reader is a failure too (a full disk, a closed pipe). */

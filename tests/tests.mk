@@ -69,6 +69,10 @@ $(TEST_LIB): $(TEST_LIB_OBJS)
 
 # Unit tests of daemon code (they include ../src/*.h).
 TEST_SRCS_size := src/size.c
+TEST_SRCS_container_name := src/container_name.c
+TEST_LDLIBS_dashboard := -ljson-c
+TEST_SRCS_top_model := src/top_model.c src/host_tcp_mem.c
+TEST_LDLIBS_top_model := -ljson-c
 TEST_SRCS_cgroups := src/cgroups.c
 TEST_SRCS_request := src/request.c src/size.c
 TEST_SRCS_config := src/config.c src/dropin.c src/size.c build/default_conf.c
