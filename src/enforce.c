@@ -31,6 +31,7 @@
 #include <bpf/libbpf.h>
 #include "enforce.skel.h"
 #include "array.h"
+#include "netns.h"
 #include "bpffs.h"
 #include "demand.h"
 #include "enforce.h"
@@ -606,18 +607,25 @@ int enforce_events_fd(const struct enforcer *e)
 
 /* --------------------------------------------------------------- sweep */
 
+static int iter_drain(int fd, void *arg)
+{
+	char buf[256];
+	ssize_t n;
+
+	(void)arg;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		;
+	return n < 0 ? -errno : 0;
+}
+
 /* Run an iterator program to its end (they write nothing). */
 static int iter_run(struct bpf_link *link)
 {
-	char buf[256];
-	int fd, n;
+	int fd = bpf_iter_create(bpf_link__fd(link)), n;
 
-	fd = bpf_iter_create(bpf_link__fd(link));
 	if (fd < 0)
 		return -errno;
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		;
-	n = n < 0 ? -errno : 0;
+	n = iter_drain(fd, NULL);
 	close(fd);
 	return n;
 }
@@ -642,7 +650,8 @@ static int sweep(struct enforcer *e, bool all, bool targeted)
 
 	e->skel->bss->sweep_all = all;
 	e->skel->bss->sweep_targeted = targeted;
-	n = iter_run(e->sweep_link);
+	/* In every network namespace with tracked sockets. */
+	n = netns_iter_each(bpf_link__fd(e->sweep_link), iter_drain, NULL);
 	if (n)
 		log_warn("enforcement sweep failed: %s", strerror(-n));
 	return n;
@@ -1127,6 +1136,7 @@ int enforce_start(const struct enforce_opts *o, struct enforcer **out)
 		goto fail;
 	}
 	ingress_adopt(e);
+	netns_set_map(bpf_map__fd(e->skel->maps.netns_seen));
 	*out = e;
 	return 0;
 fail:
@@ -1138,6 +1148,7 @@ void enforce_close(struct enforcer *e)
 {
 	if (!e)
 		return;
+	netns_set_map(-1);
 	ring_buffer__free(e->events);
 	close(e->hold.fd);
 	close(e->pace.fd);
