@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "enforce_util.h"
+#include "load.h"
 #include "harness.h"
 #include "skmem.h"
 
@@ -217,6 +218,8 @@ static void xchild(const struct xload_opts *o, int cmd, int rep)
 
 	pat_init();
 	if ((o->v1_memcg && v1_join(o->v1_memcg)) || cg_enter(o->rx_cgroup))
+		_exit(2);
+	if (o->netns && netns_enter_new(0))
 		_exit(2);
 	lfd = socket(o->family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));

@@ -38,6 +38,7 @@ struct xload_opts {
 	int trickle;		/* bytes per 100 ms per connection in XL_TRICKLE */
 	int family;		/* AF_INET (default) or AF_INET6 */
 	int idle;		/* senders send nothing: connections only */
+	int netns;		/* in a network namespace of their own (both ends) */
 	const char *v1_memcg;	/* also join this cgroup v1 memory directory (the
 				 * bench's in-kernel reference): the receiving ends,
 				 * and the sending ends when tx_cgroup is NULL */
