@@ -255,6 +255,8 @@ static int ns_open(struct netns_known *k)
 		fd = open_in_dir(bind_dirs[i], k->inum);
 	if (fd >= 0)
 		return fd;
+	log_debug("network namespace net:[%llu]: no process of cgroup id %llu in it (%s), nor a bind mount; looking in /proc",
+		  (unsigned long long)k->inum, (unsigned long long)k->cgroup_id, strerror(-fd));
 	proc_walk(pid_search_fn, &s);
 	return s.fd;
 }
