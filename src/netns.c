@@ -23,6 +23,7 @@
 #include "cgroups.h"
 #include "log.h"
 #include "netns.h"
+#include "privilege.h"
 #include "tcpbuf_netns.h"
 
 struct netns_known {
@@ -38,6 +39,7 @@ static struct {
 	int self_fd;		/* the daemon's own namespace, to come back to */
 	uint64_t self_inum;
 	int map_fd;
+	bool can_enter;		/* setns() is allowed to us (CAP_SYS_ADMIN) */
 	struct netns_known *ns;
 	size_t n, cap;
 } nss = { .self_fd = -1, .map_fd = -1 };
@@ -282,8 +284,10 @@ static int iter_in(struct netns_known *k, int link_fd, int *fd)
 
 	if (nsfd < 0)
 		return nsfd;
+	sys_admin_effective(true);
 	if (setns(nsfd, CLONE_NEWNET)) {
 		err = -errno;
+		sys_admin_effective(false);
 		close(nsfd);
 		if (!k->refused_said)
 			log_warn("cannot enter network namespace net:[%llu] (cgroup id %llu): %s; its sockets are not counted, adopted or swept (tcpbufd needs CAP_SYS_ADMIN for it)",
@@ -300,6 +304,7 @@ static int iter_in(struct netns_known *k, int link_fd, int *fd)
 		log_err("cannot return to the daemon's network namespace: %s", strerror(errno));
 		abort();
 	}
+	sys_admin_effective(false);
 	if (err) {
 		log_warn("network namespace net:[%llu]: cannot make an iterator: %s",
 			 (unsigned long long)k->inum, strerror(-err));
@@ -316,6 +321,8 @@ int netns_iter_each(int link_fd, int (*consume)(int iter_fd, void *arg), void *a
 	if (nss.self_fd < 0)
 		return err;
 	take_in_map();
+	if (!nss.can_enter)
+		return err;
 	while (i < nss.n) {
 		r = iter_in(&nss.ns[i], link_fd, &fd);
 		if (r < 0) {
@@ -382,6 +389,13 @@ int netns_init(const struct cgroup_tree *tree, const char *scope)
 		return err;
 	}
 	nss.self_inum = st.st_ino;
+	/* Entering even our own namespace takes what entering another does. */
+	sys_admin_effective(true);
+	nss.can_enter = !setns(nss.self_fd, CLONE_NEWNET);
+	sys_admin_effective(false);
+	if (!nss.can_enter)
+		log_warn("cannot enter network namespaces: %s; sockets in other network namespaces than tcpbufd's (containers') are not counted, adopted or swept: grant CAP_SYS_ADMIN",
+			 strerror(errno));
 	proc_walk(scope_fn, NULL);
 	if (nss.n)
 		log_info("%zu other network namespaces hold processes of %s", nss.n, nss.scope);

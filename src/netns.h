@@ -16,7 +16,8 @@
 struct cgroup_tree;
 
 /* The daemon's own namespace, and the others where processes of @scope's
- * subtree (mount-relative, "/" for all) run now: a walk of /proc, once. */
+ * subtree (mount-relative, "/" for all) run now: a walk of /proc, once.
+ * CAP_SYS_ADMIN leaves the effective set here (privilege.h). */
 int netns_init(const struct cgroup_tree *tree, const char *scope);
 /* BPF's netns_seen map (bpf/netns.bpf.h): namespaces seen since, taken in
  * at every pass. -1: none (yet). */
