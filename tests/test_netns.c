@@ -13,7 +13,7 @@
  *      of its children, `sockets` and socket_entries count them;
  *   4. the daemon restarted (pins adopted): the same, from namespaces it
  *      finds again in /proc;
- *   5. closed: every counter back to 0, no socket entry left.
+ *   5. closed: every counter back to 0, none of their socket entries left.
  */
 #include "harness.h"
 #include "load.h"
@@ -62,6 +62,10 @@ static void check_against_oracle(const char *path, const char *when)
 	EXPECT_NEAR(usage, (int64_t)k.pages, skmem_tolerance(k.pages));
 }
 
+/* socket_entries of the last check_all(): ours and whatever else of the
+ * host's sockets carries one. */
+static int64_t entries_loaded = -1;
+
 static void check_all(const char **paths, const char *parent, const char *when)
 {
 	char *json;
@@ -80,6 +84,7 @@ static void check_all(const char **paths, const char *parent, const char *when)
 	ASSERT_EQ(json_int_field(json, "socket_entries", &entries), JSON_FOUND);
 	test_log("%s: socket_entries %" PRId64, when, entries);
 	EXPECT_GE(entries, (int64_t)NLEAVES * 2 * NCONN);
+	entries_loaded = entries;
 	free(json);
 }
 
@@ -147,8 +152,10 @@ int main(void)
 		EXPECT_EQ(field(json, paths[i], "sockets"), 0);
 	}
 	ASSERT_EQ(json_int_field(json, "socket_entries", &entries), JSON_FOUND);
+	/* Every one of ours went; the slack covers the host's own sockets
+	 * starting to hold memory meanwhile. */
 	test_log("closed: socket_entries %" PRId64, entries);
-	EXPECT_LE(entries, 8);
+	EXPECT_LE(entries, entries_loaded - (int64_t)NLEAVES * 2 * NCONN + 8);
 	free(json);
 	skmem_netns_clear();
 	return test_done();
