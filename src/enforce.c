@@ -32,6 +32,7 @@
 #include "enforce.skel.h"
 #include "array.h"
 #include "netns.h"
+#include "privilege.h"
 #include "bpffs.h"
 #include "demand.h"
 #include "enforce.h"
@@ -1104,7 +1105,13 @@ int enforce_start(const struct enforce_opts *o, struct enforcer **out)
 	bpf_program__set_autoload(e->skel->progs.sendmsg_sample, sample);
 	bpf_program__set_autoload(e->skel->progs.target_collect, by_pointer);
 	e->ingress_prog = kctx ? e->skel->progs.enforce_ingress : e->skel->progs.enforce_ingress_compat;
+	/* Without the kfunc in vmlinux, libbpf looks for it in the modules'
+	 * BTF too, and listing BTF objects takes CAP_SYS_ADMIN (6.1). */
+	if (!kctx)
+		sys_admin_effective(true);
 	err = enforce__load(e->skel);
+	if (!kctx)
+		sys_admin_effective(false);
 	if (err) {
 		log_err("enforcement: cannot load programs: %s", strerror(-err));
 		goto fail;
