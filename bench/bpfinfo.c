@@ -197,24 +197,13 @@ static int cmp_double(const void *a, const void *b)
  * run, as the daemon makes it (src/netns.c). */
 static bool netns_walk;
 
-static int drain_fd(int fd, void *arg)
-{
-	char buf[4096];
-	ssize_t r;
-
-	(void)arg;
-	while ((r = read(fd, buf, sizeof(buf))) > 0)
-		;
-	return r < 0 ? -errno : 0;
-}
-
 /* Run an iterator once to its end. */
 static void iter_drain(int lfd, const char *link)
 {
 	int fd, err;
 
 	if (netns_walk) {
-		err = netns_iter_each(lfd, drain_fd, NULL);
+		err = netns_iter_each(lfd, netns_iter_drain, NULL);
 		if (err)
 			die("iterators of %s: %s", link, strerror(-err));
 		return;
@@ -222,7 +211,7 @@ static void iter_drain(int lfd, const char *link)
 	fd = bpf_iter_create(lfd);
 	if (fd < 0)
 		die("iterator of %s", link);
-	if (drain_fd(fd, NULL))
+	if (netns_iter_drain(fd, NULL))
 		die("read iterator of %s", link);
 	close(fd);
 }

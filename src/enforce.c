@@ -608,17 +608,6 @@ int enforce_events_fd(const struct enforcer *e)
 
 /* --------------------------------------------------------------- sweep */
 
-static int iter_drain(int fd, void *arg)
-{
-	char buf[256];
-	ssize_t n;
-
-	(void)arg;
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		;
-	return n < 0 ? -errno : 0;
-}
-
 /* Run an iterator program to its end (they write nothing). */
 static int iter_run(struct bpf_link *link)
 {
@@ -626,7 +615,7 @@ static int iter_run(struct bpf_link *link)
 
 	if (fd < 0)
 		return -errno;
-	n = iter_drain(fd, NULL);
+	n = netns_iter_drain(fd, NULL);
 	close(fd);
 	return n;
 }
@@ -652,7 +641,7 @@ static int sweep(struct enforcer *e, bool all, bool targeted)
 	e->skel->bss->sweep_all = all;
 	e->skel->bss->sweep_targeted = targeted;
 	/* In every network namespace with tracked sockets. */
-	n = netns_iter_each(bpf_link__fd(e->sweep_link), iter_drain, NULL);
+	n = netns_iter_each(bpf_link__fd(e->sweep_link), netns_iter_drain, NULL);
 	if (n)
 		log_warn("enforcement sweep failed: %s", strerror(-n));
 	return n;

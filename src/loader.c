@@ -399,21 +399,9 @@ int loader_start(const struct loader_opts *opts, struct tcpbuf_bpf **out)
 	return 0;
 }
 
-/* Read an iterator to its end (the reconcile pass writes nothing). */
-static int iter_drain(int fd, void *arg)
-{
-	char buf[64];
-	ssize_t n;
-
-	(void)arg;
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		;
-	return n < 0 ? -errno : 0;
-}
-
 int loader_reconcile(struct tcpbuf_bpf *bpf)
 {
-	return netns_iter_each(bpf->reconcile_link_fd, iter_drain, NULL);
+	return netns_iter_each(bpf->reconcile_link_fd, netns_iter_drain, NULL);
 }
 
 /* One namespace's count, added to *@arg. */

@@ -265,6 +265,17 @@ static int ns_open(struct netns_known *k)
 
 /* ------------------------------------------------------------------ passes */
 
+int netns_iter_drain(int iter_fd, void *arg)
+{
+	char buf[256];
+	ssize_t n;
+
+	(void)arg;
+	while ((n = read(iter_fd, buf, sizeof(buf))) > 0)
+		;
+	return n < 0 ? -errno : 0;
+}
+
 static int iter_here(int link_fd, int (*consume)(int iter_fd, void *arg), void *arg)
 {
 	int fd = bpf_iter_create(link_fd), r;

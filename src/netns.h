@@ -30,6 +30,9 @@ void netns_close(void);
  * namespace that cannot be entered is logged once. */
 int netns_iter_each(int link_fd, int (*consume)(int iter_fd, void *arg), void *arg);
 
+/* A @consume for passes that write nothing: read the iterator to its end. */
+int netns_iter_drain(int iter_fd, void *arg);
+
 /* Namespaces other than the daemon's known now. */
 size_t netns_count(void);
 

@@ -9,8 +9,9 @@
  *   2. "a", "p/c", "p/d": one namespace each, made after the daemon started
  *      (the daemon learns of them from their first sockets);
  *   3. every cgroup's usage_pages agrees with sock_diag read inside each
- *      namespace (tests/lib/skmem.c, 2% or 8 pages), a parent is the sum
- *      of its children, `sockets` and socket_entries count them;
+ *      namespace (tests/lib/skmem.c, 2% or 8 pages), and metrics with
+ *      it; a parent is the sum of its children, `sockets` and
+ *      socket_entries count them;
  *   4. the daemon restarted (pins adopted): the same, from namespaces it
  *      finds again in /proc;
  *   5. closed: every counter back to 0, none of their socket entries left.
@@ -62,6 +63,21 @@ static void check_against_oracle(const char *path, const char *when)
 	EXPECT_NEAR(usage, (int64_t)k.pages, skmem_tolerance(k.pages));
 }
 
+/* tcpbufd_cgroup_usage_bytes of @path in a scrape, in pages; -1 if absent. */
+static int64_t metrics_usage_pages(const char *path)
+{
+	char *out = NULL, *rel = cg_rel(path), needle[512];
+	const char *p;
+	int64_t v = -1;
+
+	snprintf(needle, sizeof(needle), "tcpbufd_cgroup_usage_bytes{cgroup=\"%s\"", rel);
+	free(rel);
+	if (ctl(&out, "metrics") == 0 && out && (p = strstr(out, needle)) && (p = strchr(p, '}')))
+		v = strtoll(p + 1, NULL, 10) / 4096;
+	free(out);
+	return v;
+}
+
 /* socket_entries of the last check_all(): ours and whatever else of the
  * host's sockets carries one. */
 static int64_t entries_loaded = -1;
@@ -76,6 +92,9 @@ static void check_all(const char **paths, const char *parent, const char *when)
 	check_against_oracle(parent, when);
 	json = status_json();
 	for (size_t i = 0; i < NLEAVES; i++) {
+		int64_t usage = field(json, paths[i], "usage_pages");
+
+		EXPECT_NEAR(metrics_usage_pages(paths[i]), usage, skmem_tolerance(usage));
 		EXPECT_GE(field(json, paths[i], "sockets"), 2 * NCONN);
 		EXPECT_GE(field(json, paths[i], "peak_pages"), field(json, paths[i], "usage_pages"));
 	}
