@@ -13,6 +13,9 @@
  *                                 print "ready ID...", keep them until SIGTERM/SIGINT
  *   bpfinfo alive ID...           prints the program ids that still exist;
  *                                 exit 0 when none does, 1 otherwise
+ *   ... --netns SCOPE             (last, with sweep or sweep-prog) each run also
+ *                                 in every netns where processes of the cgroup
+ *                                 SCOPE (mount-relative) run, as the daemon does
  *   bpfinfo sweep LINK [-n N]     times N runs of a pinned iterator link (create
  *                                 the iterator, read it to the end, as the daemon
  *                                 does): "sweep runs_ms=A,B,... n=N median_ms=...
@@ -37,6 +40,9 @@
 #include <bpf/btf.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include <stdbool.h>
+#include "netns.h"
+#include "privilege.h"
 
 static const char *prog_type_name(__u32 t)
 {
@@ -187,18 +193,25 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* --netns SCOPE: every pass also in each netns where processes of SCOPE
+ * run, as the daemon makes it (src/netns.c). */
+static bool netns_walk;
+
 /* Run an iterator once to its end. */
 static void iter_drain(int lfd, const char *link)
 {
-	char buf[4096];
-	int fd = bpf_iter_create(lfd);
-	ssize_t r;
+	int fd, err;
 
+	if (netns_walk) {
+		err = netns_iter_each(lfd, netns_iter_drain, NULL);
+		if (err)
+			die("iterators of %s: %s", link, strerror(-err));
+		return;
+	}
+	fd = bpf_iter_create(lfd);
 	if (fd < 0)
 		die("iterator of %s", link);
-	while ((r = read(fd, buf, sizeof(buf))) > 0)
-		;
-	if (r < 0)
+	if (netns_iter_drain(fd, NULL))
 		die("read iterator of %s", link);
 	close(fd);
 }
@@ -471,6 +484,15 @@ static int verify(const char *path, const char *only)
 
 int main(int argc, char **argv)
 {
+	if (argc >= 3 && !strcmp(argv[argc - 2], "--netns")) {
+		if (netns_init(NULL, argv[argc - 1]))
+			die("netns");
+		fprintf(stderr, "bpfinfo: %zu other network namespaces\n", netns_count());
+		netns_walk = true;
+		argc -= 2;
+		/* netns_init() left it permitted only; finding the daemon's programs lists ids. */
+		sys_admin_effective(true);
+	}
 	if (argc >= 3 && !strcmp(argv[1], "progs"))
 		return progs(argv[2]);
 	if (argc >= 2 && !strcmp(argv[1], "ids"))
@@ -496,7 +518,7 @@ int main(int argc, char **argv)
 	if ((argc == 3 || argc == 5) && !strcmp(argv[1], "sweep"))
 		return sweep(argv[2], argc == 5 && !strcmp(argv[3], "-n") ? atoi(argv[4]) : 10);
 	fprintf(stderr, "usage: bpfinfo progs PINDIR | ids ID... | hold OBJ | alive ID... |\n"
-			"               sweep LINK [-n N] |\n"
+			"               sweep LINK [-n N] [--netns SCOPE] |\n"
 			"               sweep-prog OBJ PROG PINDIR [-n N] [--target CGROUP_DIR] |\n"
 			"               verify OBJ [PROG]\n");
 	return 2;

@@ -3,8 +3,10 @@
  * idle: hold many idle loopback TCP connections, spread over cgroups, for
  * the scale measurements (daemon CPU and RSS, sweep time).
  *
- *   idle -n SOCKETS [-c CGROUP]... [-g N] [-q | -f]
+ *   idle -n SOCKETS [-c CGROUP]... [-g N] [-N NETNS] [-q | -f]
  *
+ * -N NETNS: the pairs are held by NETNS worker processes, each in a network
+ * namespace of its own (lo up), as that many containers would.
  * Opens SOCKETS/2 connected pairs (both ends count). With several -c the
  * pairs are spread evenly (with -g N: over the N cgroups CGROUP/g00001 ..
  * CGROUP/gN below the single -c, which must exist), each pair entirely inside one cgroup (the process
@@ -22,6 +24,9 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
+#include <sched.h>
+#include <net/if.h>
+#include <sys/ioctl.h>
 
 #define PAIRS_PER_LISTENER 10000	/* well below the ephemeral port range */
 
@@ -50,7 +55,7 @@ static size_t fill(int fd)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: idle -n SOCKETS [-c CGROUP]... [-g N] [-q | -f]\n"
+	fprintf(f, "usage: idle -n SOCKETS [-c CGROUP]... [-g N] [-N NETNS] [-q | -f]\n"
 		   "Hold SOCKETS/2 idle loopback connections spread over the cgroups (with -g:\n"
 		   "CGROUP/g00001..gN) until SIGTERM; -q leaves a byte queued in each, -f fills\n"
 		   "each (stalled receivers).\n");
@@ -93,6 +98,23 @@ static size_t open_pairs(int *fds, size_t first, size_t last, size_t npairs,
 	return made;
 }
 
+/* A network namespace of this process's own, lo up. */
+static void netns_new(void)
+{
+	struct ifreq ifr = { .ifr_name = "lo" };
+	int fd;
+
+	if (unshare(CLONE_NEWNET))
+		die("unshare(CLONE_NEWNET)");
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || ioctl(fd, SIOCGIFFLAGS, &ifr))
+		die("lo");
+	ifr.ifr_flags |= IFF_UP;
+	if (ioctl(fd, SIOCSIFFLAGS, &ifr))
+		die("lo up");
+	close(fd);
+}
+
 static void close_all(int *fds, size_t n)
 {
 	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
@@ -106,17 +128,18 @@ static void close_all(int *fds, size_t n)
 
 int main(int argc, char **argv)
 {
-	size_t nsock = 0, npairs, ncg = 0, ngen = 0, i, made = 0, per_proc, nworkers, w;
+	size_t nsock = 0, npairs, ncg = 0, ngen = 0, nnetns = 0, i, made = 0, per_proc, nworkers, w;
 	const char **cgs = calloc(argc, sizeof(*cgs));
 	int c, queue = 0, filling = 0, *fds, report[2];
 	pid_t *workers;
 	struct rlimit rl;
 
-	while ((c = getopt(argc, argv, "n:c:g:qfh")) != -1) {
+	while ((c = getopt(argc, argv, "n:c:g:N:qfh")) != -1) {
 		switch (c) {
 		case 'n': nsock = (size_t)parse_double("-n", optarg); break;
 		case 'c': cgs[ncg++] = optarg; break;
 		case 'g': ngen = (size_t)parse_double("-g", optarg); break;
+		case 'N': nnetns = (size_t)parse_double("-N", optarg); break;
 		case 'q': queue = 1; break;
 		case 'f': filling = 1; break;
 		case 'h': usage(stdout); return 0;
@@ -155,7 +178,9 @@ int main(int argc, char **argv)
 		setrlimit(RLIMIT_NOFILE, &rl);
 	}
 	per_proc = rl.rlim_cur > 2048 ? (rl.rlim_cur - 1024) / 2 : 512;
-	if (npairs <= per_proc) {
+	if (nnetns && (npairs + nnetns - 1) / nnetns < per_proc)
+		per_proc = (npairs + nnetns - 1) / nnetns;
+	if (npairs <= per_proc && !nnetns) {
 		fds = calloc(2 * npairs, sizeof(*fds));
 		if (!fds)
 			die("calloc");
@@ -192,6 +217,8 @@ int main(int argc, char **argv)
 			die("fork");
 		if (!workers[w]) {
 			prctl(PR_SET_PDEATHSIG, SIGTERM);
+			if (nnetns)
+				netns_new();
 			fds = calloc(2 * (last - first), sizeof(*fds));
 			if (!fds)
 				die("calloc");

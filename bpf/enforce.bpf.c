@@ -19,6 +19,7 @@
  */
 #include "enforce_policy.bpf.h"
 #include "timehist.bpf.h"
+#include "netns.bpf.h"
 #include <bpf/bpf_tracing.h>
 #include <bpf/bpf_endian.h>
 
@@ -118,6 +119,11 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 	bsk = skops->sk;
 	if (!bsk)
 		return 1;
+	if (skops->op == BPF_SOCK_OPS_TCP_CONNECT_CB || skops->op == BPF_SOCK_OPS_TCP_LISTEN_CB) {
+		if ((tp = bpf_skc_to_tcp_sock(bsk)))
+			netns_note((struct sock *)tp);
+		return 1;
+	}
 	if (skops->op == BPF_SOCK_OPS_STATE_CB) {
 		/* Closed: no longer one of its subtree's writers. */
 		if (skops->args[1] == BPF_TCP_CLOSE && (tp = bpf_skc_to_tcp_sock(bsk)) &&

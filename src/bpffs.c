@@ -12,6 +12,7 @@
 #include <linux/magic.h>
 #include "bpffs.h"
 #include "log.h"
+#include "privilege.h"
 
 static int mkdir_p(const char *path, mode_t mode)
 {
@@ -61,8 +62,10 @@ int bpffs_ensure(const char *pin_path)
 	if (err < 0 && err != -ENOENT)
 		return err;
 	if (err <= 0 && is_bpffs("/sys/fs/bpf") <= 0) {
-		if (mount("bpffs", "/sys/fs/bpf", "bpf", 0, "mode=0700")) {
-			err = -errno;
+		sys_admin_effective(true);
+		err = mount("bpffs", "/sys/fs/bpf", "bpf", 0, "mode=0700") ? -errno : 0;
+		sys_admin_effective(false);
+		if (err) {
 			log_err("cannot mount bpffs at /sys/fs/bpf: %s", strerror(-err));
 			return err;
 		}

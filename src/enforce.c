@@ -31,6 +31,8 @@
 #include <bpf/libbpf.h>
 #include "enforce.skel.h"
 #include "array.h"
+#include "netns.h"
+#include "privilege.h"
 #include "bpffs.h"
 #include "demand.h"
 #include "enforce.h"
@@ -609,15 +611,11 @@ int enforce_events_fd(const struct enforcer *e)
 /* Run an iterator program to its end (they write nothing). */
 static int iter_run(struct bpf_link *link)
 {
-	char buf[256];
-	int fd, n;
+	int fd = bpf_iter_create(bpf_link__fd(link)), n;
 
-	fd = bpf_iter_create(bpf_link__fd(link));
 	if (fd < 0)
 		return -errno;
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		;
-	n = n < 0 ? -errno : 0;
+	n = netns_iter_drain(fd, NULL);
 	close(fd);
 	return n;
 }
@@ -642,7 +640,8 @@ static int sweep(struct enforcer *e, bool all, bool targeted)
 
 	e->skel->bss->sweep_all = all;
 	e->skel->bss->sweep_targeted = targeted;
-	n = iter_run(e->sweep_link);
+	/* In every network namespace with tracked sockets. */
+	n = netns_iter_each(bpf_link__fd(e->sweep_link), netns_iter_drain, NULL);
 	if (n)
 		log_warn("enforcement sweep failed: %s", strerror(-n));
 	return n;
@@ -1095,7 +1094,13 @@ int enforce_start(const struct enforce_opts *o, struct enforcer **out)
 	bpf_program__set_autoload(e->skel->progs.sendmsg_sample, sample);
 	bpf_program__set_autoload(e->skel->progs.target_collect, by_pointer);
 	e->ingress_prog = kctx ? e->skel->progs.enforce_ingress : e->skel->progs.enforce_ingress_compat;
+	/* Without the kfunc in vmlinux, libbpf looks for it in the modules'
+	 * BTF too, and listing BTF objects takes CAP_SYS_ADMIN (6.1). */
+	if (!kctx)
+		sys_admin_effective(true);
 	err = enforce__load(e->skel);
+	if (!kctx)
+		sys_admin_effective(false);
 	if (err) {
 		log_err("enforcement: cannot load programs: %s", strerror(-err));
 		goto fail;
@@ -1127,6 +1132,7 @@ int enforce_start(const struct enforce_opts *o, struct enforcer **out)
 		goto fail;
 	}
 	ingress_adopt(e);
+	netns_set_map(bpf_map__fd(e->skel->maps.netns_seen));
 	*out = e;
 	return 0;
 fail:
@@ -1138,6 +1144,7 @@ void enforce_close(struct enforcer *e)
 {
 	if (!e)
 		return;
+	netns_set_map(-1);
 	ring_buffer__free(e->events);
 	close(e->hold.fd);
 	close(e->pace.fd);

@@ -24,6 +24,7 @@
 #include "bpffs.h"
 #include "demand.h"
 #include "loader.h"
+#include "netns.h"
 #include "log.h"
 
 struct tcpbuf_bpf {
@@ -400,35 +401,29 @@ int loader_start(const struct loader_opts *opts, struct tcpbuf_bpf **out)
 
 int loader_reconcile(struct tcpbuf_bpf *bpf)
 {
-	char buf[64];
-	int fd, n;
+	return netns_iter_each(bpf->reconcile_link_fd, netns_iter_drain, NULL);
+}
 
-	fd = bpf_iter_create(bpf->reconcile_link_fd);
-	if (fd < 0)
+/* One namespace's count, added to *@arg. */
+static int count_add(int fd, void *arg)
+{
+	__u64 count;
+	ssize_t n = read(fd, &count, sizeof(count));
+
+	if (n < 0)
 		return -errno;
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
-		;
-	n = n < 0 ? -errno : 0;
-	close(fd);
-	return n;
+	if (n != sizeof(count))
+		return -EIO;
+	*(__u64 *)arg += count;
+	return 0;
 }
 
 long loader_count_sock_charges(struct tcpbuf_bpf *bpf)
 {
-	__u64 count;
-	ssize_t n;
-	int fd;
+	__u64 total = 0;
+	int err = netns_iter_each(bpf->sock_count_link_fd, count_add, &total);
 
-	fd = bpf_iter_create(bpf->sock_count_link_fd);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, &count, sizeof(count));
-	if (n < 0)
-		n = -errno;
-	close(fd);
-	if (n < 0)
-		return n;
-	return n == sizeof(count) ? (long)count : -EIO;
+	return err ? err : (long)total;
 }
 
 void loader_close(struct tcpbuf_bpf *bpf)

@@ -21,6 +21,7 @@
 #include "control.h"
 #include "daemon.h"
 #include "log.h"
+#include "netns.h"
 #include "notify.h"
 #include "status.h"
 
@@ -514,6 +515,7 @@ int main(int argc, char **argv)
 		log_err("no cgroup v2 mount found: %s", strerror(-r));
 		return 1;
 	}
+	netns_init(&d.tree, daemon_scope(&d));
 	lo = (struct loader_opts){ .pin_path = daemon_pin_path(&d),
 				   .mode = d.mode_arg ? d.mode_arg : d.cfg.mode };
 	r = loader_start(&lo, &d.bpf);
@@ -552,6 +554,7 @@ int main(int argc, char **argv)
 	enforce_close(d.enforce);
 	loader_close(d.bpf);
 	cgwatch_close(d.watch);
+	netns_close();
 	free(d.departed);
 	cgroup_tree_free(&d.tree);
 	free(d.thresholds);

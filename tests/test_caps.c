@@ -14,8 +14,15 @@
  * SocketGroup= needs no CAP_CHOWN when the group is a supplementary group
  * (the unit's SupplementaryGroups=); without it the daemon says so.
  *
- * Not covered: mounting bpffs (CAP_SYS_ADMIN) — the unit relies on systemd
- * having mounted /sys/fs/bpf, and the test cannot unmount the host's.
+ * CAP_SYS_ADMIN is the one the daemon starts without: it needs it to enter
+ * containers' network namespaces (setns), so without it the daemon runs,
+ * says "Operation not permitted", and does not count the sockets of a
+ * container (uid 0, no capabilities) in a netns of its own, which it counts
+ * with the unit's set (in sampled mode: exact mode's charges follow the
+ * socket wherever it is, only its passes need the namespace).
+ *
+ * Not covered: mounting bpffs — the unit relies on systemd having mounted
+ * /sys/fs/bpf, and the test cannot unmount the host's.
  */
 #define _GNU_SOURCE
 #include "harness.h"
@@ -171,7 +178,35 @@ static void container_client(const char *rel)
 	free(abs);
 }
 
-static void full_run(char **caps, uint64_t mask, const char *rel)
+/* A container's load in a netns of its own: usage_pages of @nrel with it. */
+static int64_t netns_usage(const char *nrel)
+{
+	struct load *l = load_start(&(struct load_opts){ .cgroup = nrel, .nconn = 4, .netns = 1,
+							  .drop_caps = 1 });
+	char *json = NULL;
+	int64_t usage;
+
+	ASSERT_TRUE(l != NULL);
+	ASSERT_EQ(load_wait_filled(l, 0), 0);
+	ASSERT_EQ(ctl(&json, "status --json"), 0);
+	usage = field(json, nrel, "usage_pages");
+	test_log("%s under load in its own netns: %" PRId64 " pages", nrel, usage);
+	free(json);
+	load_kill(l);
+	return usage;
+}
+
+static bool sampled_mode(void)
+{
+	char *json = NULL, mode[16] = "";
+
+	ASSERT_EQ(ctl(&json, "status --json"), 0);
+	json_string_field(json, "mode", mode, sizeof(mode));
+	free(json);
+	return !strcmp(mode, "sampled");
+}
+
+static void full_run(char **caps, uint64_t mask, const char *rel, const char *nrel)
 {
 	char path[4096], *json = NULL;
 	struct load_opts lo = { .cgroup = rel, .nconn = 4 };
@@ -185,7 +220,8 @@ static void full_run(char **caps, uint64_t mask, const char *rel)
 	pid = daemon_pid();
 	test_log("CapEff %" PRIx64 " CapPrm %" PRIx64 " CapBnd %" PRIx64 " (unit: %" PRIx64 ")",
 		 proc_caps(pid, "CapEff"), proc_caps(pid, "CapPrm"), proc_caps(pid, "CapBnd"), mask);
-	EXPECT_EQ(proc_caps(pid, "CapEff"), mask);
+	/* CAP_SYS_ADMIN is effective only around setns() (src/netns.c). */
+	EXPECT_EQ(proc_caps(pid, "CapEff"), mask & ~(1ULL << cap_bit("CAP_SYS_ADMIN")));
 	EXPECT_EQ(proc_caps(pid, "CapPrm"), mask);
 	EXPECT_EQ(proc_caps(pid, "CapBnd"), mask);
 	EXPECT_EQ(proc_caps(pid, "CapAmb"), 0);
@@ -217,17 +253,45 @@ static void full_run(char **caps, uint64_t mask, const char *rel)
 	EXPECT_GT(field(json, rel, "usage_pages"), 0);
 	free(json);
 	load_kill(l);
+	EXPECT_GT(netns_usage(nrel), 0);
 
 	EXPECT_TRUE(daemon_alive());
 	st = daemon_stop();
 	EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
+/* Without CAP_SYS_ADMIN: up, but blind to other network namespaces. */
+static void run_without_setns(char **caps, const char *nrel)
+{
+	int before = file_lines_with(daemon_log_path(), "cannot enter network namespaces: Operation not permitted");
+	int64_t usage;
+
+	setenv("TCPBUFD", wrapper("tcpbufd-less", caps, "CAP_SYS_ADMIN", NULL), 1);
+	remove_pins();
+	ASSERT_EQ(daemon_start(NULL), 0);
+	EXPECT_GT(file_lines_with(daemon_log_path(), "cannot enter network namespaces: Operation not permitted"),
+		  before);
+	if (sampled_mode()) {
+		usage = netns_usage(nrel);
+		if (usage > 0) {
+			test_log("tcpbufd counts a container's netns without CAP_SYS_ADMIN: the unit need not grant it");
+			test_fail();
+		} else {
+			test_log("without CAP_SYS_ADMIN: the container's netns is not walked, as it must not be");
+		}
+	}
+	daemon_stop();
+}
+
 /* Without cap the daemon must not come up, and must say EPERM. */
-static void run_without(char **caps, const char *cap)
+static void run_without(char **caps, const char *cap, const char *nrel)
 {
 	int before = file_lines_with(daemon_log_path(), "Operation not permitted");
 
+	if (!strcmp(cap, "CAP_SYS_ADMIN")) {
+		run_without_setns(caps, nrel);
+		return;
+	}
 	setenv("TCPBUFD", wrapper("tcpbufd-less", caps, cap, NULL), 1);
 	remove_pins();
 	if (daemon_start(NULL) == 0) {
@@ -275,7 +339,7 @@ int main(void)
 {
 	char **caps, **ambient, **nnp;
 	uint64_t mask = 0;
-	const char *rel;
+	const char *rel, *nrel;
 
 	test_init();
 	bin = tcpbufd_abs_path();
@@ -292,12 +356,13 @@ int main(void)
 	for (char **c = caps; *c; c++)
 		mask |= 1ULL << cap_bit(*c);
 	rel = cg_rel(cg_create("a"));
+	nrel = cg_rel(cg_create("n"));
 	daemon_write_config("[Daemon]\nDropInDir=%s\nStateDir=%s\nSocketMode=0666\n",
 			    daemon_confdir(), test_tmpdir());
 
-	full_run(caps, mask, rel);
+	full_run(caps, mask, rel, nrel);
 	for (char **c = caps; *c; c++)
-		run_without(caps, *c);
+		run_without(caps, *c, nrel);
 	socket_group(caps);
 
 	words_free(caps);

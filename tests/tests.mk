@@ -79,6 +79,8 @@ TEST_SRCS_config := src/config.c src/dropin.c src/size.c build/default_conf.c
 TEST_LDLIBS_config := -linih
 TEST_SRCS_journal := src/log.c
 TEST_LDLIBS_journal := -lsystemd
+TEST_SRCS_netns_parse := src/netns.c src/privilege.c src/log.c src/cgroups.c
+TEST_LDLIBS_netns_parse := -lbpf -lsystemd
 
 $(TEST_BIN_DIR)/test_%: tests/test_%.c $(TEST_LIB) $(TEST_LIB_HDRS)
 	@mkdir -p $(@D)

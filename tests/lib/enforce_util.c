@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "enforce_util.h"
+#include "load.h"
 #include "harness.h"
 #include "skmem.h"
 
@@ -218,6 +219,8 @@ static void xchild(const struct xload_opts *o, int cmd, int rep)
 	pat_init();
 	if ((o->v1_memcg && v1_join(o->v1_memcg)) || cg_enter(o->rx_cgroup))
 		_exit(2);
+	if (o->netns && netns_enter_new(0))
+		_exit(2);
 	lfd = socket(o->family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
 	if (o->family == AF_INET6) {
@@ -280,6 +283,9 @@ static void xchild(const struct xload_opts *o, int cmd, int rep)
 				_exit(0);
 			if (!strncmp(line, "mode ", 5)) {
 				sscanf(line + 5, "%d %d", &mode, &trickle);
+				xwrite(rep, "ok");
+			} else if (!strcmp(line, "send")) {
+				sending = 1;
 				xwrite(rep, "ok");
 			} else if (!strcmp(line, "quiesce")) {
 				sending = 0;
@@ -404,11 +410,23 @@ static int xcmd(struct xload *l, char *reply, size_t len, int timeout_ms, const 
 	return xread_line(l->rep, reply, len, timeout_ms);
 }
 
+pid_t xload_pid(const struct xload *l)
+{
+	return l->pid;
+}
+
 int xload_set_mode(struct xload *l, enum xload_mode mode, int trickle)
 {
 	char r[64];
 
 	return xcmd(l, r, sizeof(r), XCMD_TIMEOUT_MS, "mode %d %d", mode, trickle) || strcmp(r, "ok") ? -1 : 0;
+}
+
+int xload_send(struct xload *l)
+{
+	char r[64];
+
+	return xcmd(l, r, sizeof(r), XCMD_TIMEOUT_MS, "send") || strcmp(r, "ok") ? -1 : 0;
 }
 
 int xload_quiesce(struct xload *l)

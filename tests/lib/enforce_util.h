@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define MIB (1024 * 1024)
 #define PAGES(bytes) ((int64_t)(bytes) / 4096)
@@ -38,6 +39,7 @@ struct xload_opts {
 	int trickle;		/* bytes per 100 ms per connection in XL_TRICKLE */
 	int family;		/* AF_INET (default) or AF_INET6 */
 	int idle;		/* senders send nothing: connections only */
+	int netns;		/* in a network namespace of their own (both ends) */
 	const char *v1_memcg;	/* also join this cgroup v1 memory directory (the
 				 * bench's in-kernel reference): the receiving ends,
 				 * and the sending ends when tx_cgroup is NULL */
@@ -49,6 +51,8 @@ struct xload;
 struct xload *xload_start(const struct xload_opts *o);
 /* Switch the receivers. 0 or -1. */
 int xload_set_mode(struct xload *l, enum xload_mode mode, int trickle);
+/* Senders start writing (after .idle). 0 or -1. */
+int xload_send(struct xload *l);
 /* Stop writing; receivers read what is left. Connections stay open. */
 int xload_quiesce(struct xload *l);
 /* Bytes written by all senders and read by all receivers so far. */
@@ -56,6 +60,8 @@ int xload_stats(struct xload *l, uint64_t *sent, uint64_t *received);
 /* Stop sending, half-close, read everything to EOF and compare every byte.
  * 0 if all arrived intact; else -1 with msg saying what went wrong. */
 int xload_finish(struct xload *l, int timeout_ms, char *msg, size_t msglen);
+/* The generator's pid (its network namespace is the connections'). */
+pid_t xload_pid(const struct xload *l);
 /* Kill the generator and forget it. */
 void xload_close(struct xload *l);
 

@@ -7,6 +7,10 @@
 #include "harness.h"
 
 #include <errno.h>
+#include <linux/capability.h>
+#include <sched.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <net/if.h>
@@ -70,6 +74,21 @@ int lo_up(void)
 	}
 	close(fd);
 	return ret;
+}
+
+int netns_enter_new(int drop_caps)
+{
+	struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
+	struct __user_cap_data_struct d[2] = {};
+
+	if (unshare(CLONE_NEWNET) || lo_up())
+		return -1;
+	if (!drop_caps)
+		return 0;
+	for (int c = 0; c <= 63; c++)
+		if (prctl(PR_CAPBSET_DROP, c, 0, 0, 0) && errno != EINVAL)
+			return -1;
+	return (int)syscall(SYS_capset, &h, d);
 }
 
 static socklen_t loop_addr(int family, struct sockaddr_storage *ss, uint16_t port)
@@ -460,6 +479,10 @@ static void child_main(void)
 		_exit(2);
 	}
 	raise_nofile();
+	if (opt.netns && netns_enter_new(opt.drop_caps)) {
+		report("error cannot make a network namespace: %s", strerror(errno));
+		_exit(2);
+	}
 	conns = calloc(opt.nconn, sizeof(*conns));
 	lfd = make_listener(opt.family, opt.nconn + 16, opt.rcvbuf, &port);
 	if (lfd < 0) {

@@ -38,6 +38,10 @@ struct load_opts {
 	int rcvbuf;		/* SO_RCVBUF on receivers, 0 = kernel autotuning */
 	int settle_ms;		/* stalled: no progress this long = full (default 300) */
 	int fill_timeout_ms;	/* stop filling after this long (default 20000) */
+	int netns;		/* the child makes its own network namespace (lo up)
+				 * after joining the cgroup, as a container does */
+	int drop_caps;		/* then drops every capability (uid 0 stays), as a
+				 * runtime's container process has none */
 };
 
 struct load {
@@ -87,5 +91,8 @@ int short_connections_ex(const char *cgroup, int family, int n, double *secs);
 int ipv6_available(void);
 /* Bring the loopback interface up if it is down (VM guests).  0 or -1. */
 int lo_up(void);
+/* In this process: a network namespace of its own with lo up, and (if
+ * @drop_caps) no capabilities left.  0 or -1 with errno. */
+int netns_enter_new(int drop_caps);
 
 #endif /* TCPBUF_TEST_LOAD_H */

@@ -10,6 +10,8 @@
 #include <dirent.h>
 #include <inttypes.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <limits.h>
 #include <stddef.h>
 #include <netinet/in.h>
@@ -171,24 +173,82 @@ static int dump_family(int fd, int family, uint32_t seq,
 	return ret;
 }
 
-int skmem_foreach(int (*cb)(const struct skmem_sock *s, void *arg), void *arg)
+int skmem_netns_fds[SKMEM_NETNS_MAX];
+int skmem_netns_n;
+
+int skmem_netns_add(pid_t pid)
+{
+	char path[64];
+	int fd;
+
+	if (skmem_netns_n == SKMEM_NETNS_MAX)
+		return -ENOSPC;
+	snprintf(path, sizeof(path), "/proc/%d/ns/net", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	skmem_netns_fds[skmem_netns_n++] = fd;
+	return 0;
+}
+
+void skmem_netns_clear(void)
+{
+	while (skmem_netns_n > 0)
+		close(skmem_netns_fds[--skmem_netns_n]);
+}
+
+/* A sock_diag socket of the namespace @nsfd (-1: this thread's own). */
+static int diag_socket(int nsfd)
+{
+	int self, fd, err = 0;
+
+	if (nsfd < 0)
+		return socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	self = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+	if (self < 0)
+		return -1;
+	if (setns(nsfd, CLONE_NEWNET)) {
+		close(self);
+		return -1;
+	}
+	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	if (fd < 0)
+		err = errno;
+	if (setns(self, CLONE_NEWNET))
+		abort();	/* every later socket would be in the wrong place */
+	close(self);
+	errno = err;
+	return fd;
+}
+
+static int foreach_in(int nsfd, int (*cb)(const struct skmem_sock *s, void *arg), void *arg,
+		      int *stop)
 {
 	static uint32_t seq = 1;
-	int fd, ret, stop = 0;
+	int fd, ret;
 	int rcvbuf = 1 << 20;
 
-	fd = socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
+	fd = diag_socket(nsfd);
 	if (fd < 0)
 		return -errno;
 	setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &rcvbuf, sizeof(rcvbuf));
-	ret = dump_family(fd, AF_INET, seq++, cb, arg, &stop);
-	if (!ret && !stop) {
-		ret = dump_family(fd, AF_INET6, seq++, cb, arg, &stop);
+	ret = dump_family(fd, AF_INET, seq++, cb, arg, stop);
+	if (!ret && !*stop) {
+		ret = dump_family(fd, AF_INET6, seq++, cb, arg, stop);
 		/* a kernel without IPv6 has no AF_INET6 handler */
 		if (ret == -ENOENT || ret == -EAFNOSUPPORT)
 			ret = 0;
 	}
 	close(fd);
+	return ret;
+}
+
+int skmem_foreach(int (*cb)(const struct skmem_sock *s, void *arg), void *arg)
+{
+	int stop = 0, ret = foreach_in(-1, cb, arg, &stop);
+
+	for (int i = 0; !ret && !stop && i < skmem_netns_n; i++)
+		ret = foreach_in(skmem_netns_fds[i], cb, arg, &stop);
 	return ret;
 }
 

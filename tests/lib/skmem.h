@@ -13,6 +13,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define SKMEM_PAGE 4096
 
@@ -48,8 +49,15 @@ static inline uint64_t skmem_pages(int64_t bytes)
 }
 
 /* Call cb for every TCP socket (AF_INET and AF_INET6, all states) in this
- * network namespace; cb returning non-zero stops.  0 or -errno. */
+ * network namespace and in each one added with skmem_netns_add(); cb
+ * returning non-zero stops.  0 or -errno. */
 int skmem_foreach(int (*cb)(const struct skmem_sock *s, void *arg), void *arg);
+
+/* Read the network namespace of process @pid too, from now on (its fd is
+ * kept until skmem_netns_clear()).  0 or -errno. */
+#define SKMEM_NETNS_MAX 128
+int skmem_netns_add(pid_t pid);
+void skmem_netns_clear(void);
 
 /* Sockets whose cgroup id is cgid.  0 or -errno. */
 int skmem_cgroup(uint64_t cgid, struct skmem_total *out);
