@@ -186,35 +186,48 @@ static void take_runtime_flag(struct words *w, struct request *req)
 	w->argc = kept;
 }
 
-/* MIN <= PRESSURE <= MAX, as the kernel's tcp_mem has them. */
+/* MIN <= PRESSURE <= MAX, as the kernel's tcp_mem has them; 0 is a default, not compared. */
 static int check_order(const char *cmd, const struct request *req, char *err, size_t errlen)
 {
-	if (req->min_pages > req->pressure_pages) {
-		set_err(err, errlen, "%s: MIN (%llu pages) is above PRESSURE (%llu pages)", cmd,
-			(unsigned long long)req->min_pages, (unsigned long long)req->pressure_pages);
-		return -EINVAL;
-	}
-	if (req->pressure_pages > req->max_pages) {
-		set_err(err, errlen, "%s: PRESSURE (%llu pages) is above MAX (%llu pages)", cmd,
-			(unsigned long long)req->pressure_pages, (unsigned long long)req->max_pages);
-		return -EINVAL;
-	}
+	static const char *const names[] = { "MIN", "PRESSURE", "MAX" };
+	const uint64_t v[] = { req->min_pages, req->pressure_pages, req->max_pages };
+
+	for (int a = 0; a < 2; a++)
+		for (int b = a + 1; b < 3; b++)
+			if (v[a] && v[b] && v[a] > v[b]) {
+				set_err(err, errlen, "%s: %s (%llu pages) is above %s (%llu pages)",
+					cmd, names[a], (unsigned long long)v[a], names[b],
+					(unsigned long long)v[b]);
+				return -EINVAL;
+			}
 	return 0;
 }
 
-static int parse_thresholds(const char *cmd, char **words, struct request *req, char *err,
-			    size_t errlen)
+/* A threshold; "-" leaves it to the defaults under the ceiling where @optional. */
+static int parse_threshold(const char *cmd, const char *field, const char *word, bool optional,
+			   uint64_t *pages, char *err, size_t errlen)
 {
-	int ret = parse_size_arg(cmd, "MIN", words[0], &req->min_pages, err, errlen);
+	if (optional && strcmp(word, "-") == 0) {
+		*pages = 0;
+		return 0;
+	}
+	return parse_size_arg(cmd, field, word, pages, err, errlen);
+}
+
+static int parse_thresholds(const char *cmd, char **words, bool optional, struct request *req,
+			    char *err, size_t errlen)
+{
+	int ret = parse_threshold(cmd, "MIN", words[0], optional, &req->min_pages, err, errlen);
 
 	if (!ret)
-		ret = parse_size_arg(cmd, "PRESSURE", words[1], &req->pressure_pages, err, errlen);
+		ret = parse_threshold(cmd, "PRESSURE", words[1], optional, &req->pressure_pages,
+				      err, errlen);
 	if (!ret)
-		ret = parse_size_arg(cmd, "MAX", words[2], &req->max_pages, err, errlen);
+		ret = parse_threshold(cmd, "MAX", words[2], optional, &req->max_pages, err, errlen);
 	return ret ? ret : check_order(cmd, req, err, errlen);
 }
 
-/* set-limit [--runtime] CGROUP SIZE; a runtime limit may bring its thresholds. */
+/* set-limit [--runtime] CGROUP SIZE; a runtime limit may bring its thresholds ("-": default). */
 static int parse_set_limit(const struct command *c, struct words *w, struct request *req,
 			   char *err, size_t errlen)
 {
@@ -227,7 +240,7 @@ static int parse_set_limit(const struct command *c, struct words *w, struct requ
 	if (!ret)
 		ret = parse_size_arg(c->name, "SIZE", w->argv[2], &req->limit_pages, err, errlen);
 	if (!ret && w->argc == 6)
-		ret = parse_thresholds(c->name, &w->argv[3], req, err, errlen);
+		ret = parse_thresholds(c->name, &w->argv[3], true, req, err, errlen);
 	if (!ret && req->max_pages > req->limit_pages) {
 		set_err(err, errlen, "%s: MAX (%llu pages) is above SIZE (%llu pages)", c->name,
 			(unsigned long long)req->max_pages, (unsigned long long)req->limit_pages);
@@ -243,7 +256,7 @@ static int parse_set(const struct command *c, struct words *w, struct request *r
 
 	if (!ret)
 		ret = add_cgroup(c->name, w->argv[1], req, err, errlen);
-	return ret ? ret : parse_thresholds(c->name, &w->argv[2], req, err, errlen);
+	return ret ? ret : parse_thresholds(c->name, &w->argv[2], false, req, err, errlen);
 }
 
 /* unset [--runtime] CGROUP */

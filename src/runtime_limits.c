@@ -134,8 +134,10 @@ static const char *parse_line(char *line, struct runtime_limit *l)
 		return "expected ID LIMIT MIN PRESSURE MAX PATH";
 	if (line[used] != '/')
 		return "PATH must start with '/'";
-	if (!id || !limit || max > limit || (max && (min > pressure || pressure > max)))
-		return "limits must keep MIN <= PRESSURE <= MAX <= LIMIT and LIMIT >= 1";
+	if (!id || !limit || max > limit || pressure > limit || min > limit ||
+	    (min && pressure && min > pressure) || (pressure && max && pressure > max) ||
+	    (min && max && min > max))
+		return "limits must keep MIN <= PRESSURE <= MAX <= LIMIT (0: default) and LIMIT >= 1";
 	*l = (struct runtime_limit){ .id = id, .limit_pages = limit, .min_pages = min,
 				     .pressure_pages = pressure, .max_pages = max,
 				     .path = line + used };
