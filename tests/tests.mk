@@ -75,6 +75,7 @@ TEST_SRCS_top_model := src/top_model.c src/host_tcp_mem.c
 TEST_LDLIBS_top_model := -ljson-c
 TEST_SRCS_cgroups := src/cgroups.c
 TEST_SRCS_request := src/request.c src/size.c
+TEST_SRCS_oci_limits := src/oci_limits.c src/size.c
 TEST_SRCS_config := src/config.c src/dropin.c src/size.c build/default_conf.c
 TEST_LDLIBS_config := -linih
 TEST_SRCS_journal := src/log.c
