@@ -47,6 +47,10 @@ DAEMON_SRCS  := src/tcpbufd.c src/loader.c src/demand.c src/cgroups.c src/cgwatc
 		src/control.c src/commands.c src/limits.c src/status.c src/config.c src/size.c src/request.c src/dropin.c \
 		src/runtime_limits.c src/enforce.c src/container_name.c src/host_tcp_mem.c
 CTL_SRCS     := src/tcpbufctl.c src/request.c src/size.c src/top.c src/top_model.c src/host_tcp_mem.c
+HOOK_SRCS    := src/oci-hook.c src/oci_limits.c src/request.c src/size.c
+LIBS_HOOK    := $(shell $(PKG_CONFIG) --libs json-c 2>/dev/null || echo -ljson-c)
+LIBEXECDIR   ?= $(PREFIX)/libexec/tcpbufd
+HOOKSDIR     ?= $(PREFIX)/share/containers/oci/hooks.d
 # systemd integration (sd_notify) and the Prometheus exporter
 DAEMON_SRCS  += src/notify.c src/metrics.c
 
@@ -54,7 +58,7 @@ DAEMON_SRCS  += src/notify.c src/metrics.c
 .SECONDARY:
 .PHONY: all clean install uninstall check check-host check-vm check-vm-matrix vmlinux tests
 
-all: $(OUT)/tcpbufd $(OUT)/tcpbufctl
+all: $(OUT)/tcpbufd $(OUT)/tcpbufctl $(OUT)/tcpbufd-oci-hook
 
 $(OUT) $(OUT)/bpf:
 	$(Q)mkdir -p $@
@@ -85,6 +89,10 @@ $(OUT)/tcpbufd: $(DAEMON_SRCS) $(OUT)/default_conf.c $(SKELS) src/*.h include/*.
 $(OUT)/tcpbufctl: $(CTL_SRCS) src/*.h
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(CTL_SRCS) -o $@ $(LDFLAGS) $(LIBS_CTL)
+
+$(OUT)/tcpbufd-oci-hook: $(HOOK_SRCS) src/*.h
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(HOOK_SRCS) -o $@ $(LDFLAGS) $(LIBS_HOOK)
 
 vmlinux:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $(VMLINUX_H)
