@@ -117,14 +117,20 @@ check-vm-matrix: all tests
 # BPF objects are embedded in tcpbufd (skeletons), so the binaries, the unit,
 # the man pages and the config are all there is. An existing config is never
 # overwritten; uninstall removes it only if it is still the shipped one.
-MANPAGES     := docs/man/tcpbufd.8 docs/man/tcpbufctl.8 docs/man/tcpbufd.conf.5
+MANPAGES     := docs/man/tcpbufd.8 docs/man/tcpbufctl.8 docs/man/tcpbufd.conf.5 docs/man/tcpbufd-oci-hook.8
 MAN_DESTS    := $(foreach m,$(MANPAGES),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
-INSTALL_DIRS := $(SBINDIR) $(BINDIR) $(UNITDIR) $(sort $(dir $(MAN_DESTS))) $(SYSCONFDIR)
+INSTALL_DIRS := $(SBINDIR) $(BINDIR) $(LIBEXECDIR) $(HOOKSDIR) $(UNITDIR) $(sort $(dir $(MAN_DESTS))) $(SYSCONFDIR)
 
 install: all
 	$(call msg,INSTALL,$(DESTDIR)$(SBINDIR)/tcpbufd $(DESTDIR)$(BINDIR)/tcpbufctl)
 	$(Q)install -D -m 0755 $(OUT)/tcpbufd $(DESTDIR)$(SBINDIR)/tcpbufd
 	$(Q)install -D -m 0755 $(OUT)/tcpbufctl $(DESTDIR)$(BINDIR)/tcpbufctl
+	$(call msg,INSTALL,$(DESTDIR)$(LIBEXECDIR)/tcpbufd-oci-hook $(DESTDIR)$(HOOKSDIR)/tcpbufd.json)
+	$(Q)install -D -m 0755 $(OUT)/tcpbufd-oci-hook $(DESTDIR)$(LIBEXECDIR)/tcpbufd-oci-hook
+	$(Q)install -d -m 0755 $(DESTDIR)$(HOOKSDIR)
+	$(Q)sed 's|"/usr/libexec/tcpbufd/tcpbufd-oci-hook"|"$(LIBEXECDIR)/tcpbufd-oci-hook"|' oci/tcpbufd.json \
+		> $(DESTDIR)$(HOOKSDIR)/tcpbufd.json
+	$(Q)chmod 0644 $(DESTDIR)$(HOOKSDIR)/tcpbufd.json
 	$(call msg,INSTALL,$(DESTDIR)$(UNITDIR)/tcpbufd.service)
 	$(Q)install -d -m 0755 $(DESTDIR)$(UNITDIR)
 	$(Q)sed 's|^ExecStart=/usr/sbin/tcpbufd|ExecStart=$(SBINDIR)/tcpbufd|' systemd/tcpbufd.service \
@@ -144,6 +150,7 @@ install: all
 uninstall:
 	$(call msg,RM,$(DESTDIR)$(SBINDIR)/tcpbufd $(DESTDIR)$(BINDIR)/tcpbufctl ...)
 	$(Q)rm -f $(DESTDIR)$(SBINDIR)/tcpbufd $(DESTDIR)$(BINDIR)/tcpbufctl \
+		$(DESTDIR)$(LIBEXECDIR)/tcpbufd-oci-hook $(DESTDIR)$(HOOKSDIR)/tcpbufd.json \
 		$(DESTDIR)$(UNITDIR)/tcpbufd.service $(addprefix $(DESTDIR),$(MAN_DESTS))
 	$(Q)if cmp -s tcpbufd.conf $(DESTDIR)$(SYSCONFDIR)/tcpbufd.conf; then \
 		rm -f $(DESTDIR)$(SYSCONFDIR)/tcpbufd.conf; \
