@@ -48,7 +48,9 @@ DAEMON_SRCS  := src/tcpbufd.c src/loader.c src/demand.c src/cgroups.c src/cgwatc
 		src/runtime_limits.c src/enforce.c src/container_name.c src/host_tcp_mem.c
 CTL_SRCS     := src/tcpbufctl.c src/request.c src/size.c src/top.c src/top_model.c src/host_tcp_mem.c
 HOOK_SRCS    := src/oci-hook.c src/oci_limits.c src/request.c src/size.c
-LIBS_HOOK    := $(shell $(PKG_CONFIG) --libs json-c 2>/dev/null || echo -ljson-c)
+# Static: the hook runs in the runtime's mount namespace, on nodes whose
+# libraries are not ours (a DaemonSet copies it onto the host).
+LIBS_HOOK    := -static $(shell $(PKG_CONFIG) --libs json-c 2>/dev/null || echo -ljson-c)
 LIBEXECDIR   ?= $(PREFIX)/libexec/tcpbufd
 HOOKSDIR     ?= $(PREFIX)/share/containers/oci/hooks.d
 # systemd integration (sd_notify) and the Prometheus exporter

@@ -76,6 +76,7 @@ TEST_LDLIBS_top_model := -ljson-c
 TEST_SRCS_cgroups := src/cgroups.c
 TEST_SRCS_request := src/request.c src/size.c
 TEST_SRCS_oci_limits := src/oci_limits.c src/size.c
+TEST_LDLIBS_k8s_manifests := -lyaml -ljson-c
 TEST_SRCS_config := src/config.c src/dropin.c src/size.c build/default_conf.c
 TEST_LDLIBS_config := -linih
 TEST_SRCS_journal := src/log.c
