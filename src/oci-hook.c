@@ -277,7 +277,7 @@ static int on_create(const struct hook_opts *o, json_object *state)
 	struct oci_annotation a[MAX_ANNOTATIONS];
 	const char *bundle = get_string(state, "bundle");
 	char path[PATH_MAX], cgroup[PATH_MAX], why[512], sz[4][32];
-	json_object *pid, *spec;
+	json_object *pid = NULL, *spec;
 	struct oci_limits want;
 	int64_t ktcp = 0;
 	bool has_ktcp;

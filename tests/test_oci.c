@@ -22,6 +22,8 @@
  * 5. linux.resources.memory.kernelTCP alone sets the same limit; with only
  *    the createRuntime hook configured, the daemon drops it when runc
  *    removes the cgroup.
+ * 6. tcpbufd not running: the container starts anyway (fail-open), and a
+ *    daemon started afterwards has no limit for it.
  */
 #define _GNU_SOURCE
 #include "harness.h"
@@ -302,13 +304,18 @@ static uint64_t peak_in_netns(const struct ctr *c, pid_t pid, double seconds)
 	return peak;
 }
 
-static void restart_with(const char *rundir)
+static void start_with(const char *rundir)
 {
-	ASSERT_GE(daemon_stop(), 0);
 	daemon_write_config("[Daemon]\nRuntimeDir=%s\nDropInDir=%s\nStateDir=%s/state\n"
 			    "PollIntervalMs=200\nSampleIntervalMs=200\n", rundir, daemon_confdir(),
 			    test_tmpdir());
 	ASSERT_EQ(daemon_start(""), 0);
+}
+
+static void restart_with(const char *rundir)
+{
+	ASSERT_GE(daemon_stop(), 0);
+	start_with(rundir);
 }
 
 /* ---- the cases -------------------------------------------------------------- */
@@ -394,6 +401,19 @@ static void kernel_tcp_only(void)
 	EXPECT_FALSE(runtime_file_has(rundir1, c->cgroup));
 }
 
+static void daemon_absent(void)
+{
+	struct ctr *c = ctr_make("\"tcpbufd.io/limit\": \"16M\"", "", true);
+	char source[32];
+
+	ASSERT_GE(daemon_stop(), 0);
+	EXPECT_EQ(ctr_start(c), 0);
+	EXPECT_GT(ctr_pid(c), 0);
+	start_with(rundir1);
+	EXPECT_LT(status_limit(c->cgroup, source, sizeof(source)), 0);
+	ASSERT_EQ(runc(c->log, "delete -f %s", c->id), 0);
+}
+
 int main(int argc, char **argv)
 {
 	char self[512];
@@ -417,13 +437,11 @@ int main(int argc, char **argv)
 	snprintf(rundir2, sizeof(rundir2), "%s/run2", test_tmpdir());
 	snprintf(hookstate, sizeof(hookstate), "%s/hookstate", test_tmpdir());
 	cg_test_parent();
-	daemon_write_config("[Daemon]\nRuntimeDir=%s\nDropInDir=%s\nStateDir=%s/state\n"
-			    "PollIntervalMs=200\nSampleIntervalMs=200\n", rundir1, daemon_confdir(),
-			    test_tmpdir());
-	ASSERT_EQ(daemon_start(""), 0);
+	start_with(rundir1);
 
 	limit_annotation();
 	malformed_annotation();
 	kernel_tcp_only();
+	daemon_absent();
 	return test_done();
 }
