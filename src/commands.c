@@ -279,8 +279,15 @@ static int cmd_set_runtime_limit(struct daemon *d, const struct request *req,
 				    .max_pages = req->max_pages };
 	char rel[PATH_MAX];
 
+	/* A container's cgroup is new: take in the watch's news first, or the limit
+	 * would reach the maps only after the container's first sockets. */
+	daemon_tree_current(d);
 	if (cgroup_resolve(&d->tree, req->cgroups[0], rel, sizeof(rel), &rt.id)) {
 		snprintf(err, errlen, "%s: no such cgroup below %s", req->cgroups[0], d->tree.mount);
+		return 1;
+	}
+	if (!cgroup_tree_find(&d->tree, rt.id)) {
+		snprintf(err, errlen, "%s: not among the cgroups tcpbufd follows yet; try again", rel);
 		return 1;
 	}
 	rt.path = rel;

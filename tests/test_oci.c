@@ -24,6 +24,8 @@
  *    removes the cgroup.
  * 6. tcpbufd not running: the container starts anyway (fail-open), and a
  *    daemon started afterwards has no limit for it.
+ * 7. A container deleted while tcpbufd is stopped: the daemon's next start
+ *    drops its runtime limit from RuntimeDir.
  */
 #define _GNU_SOURCE
 #include "harness.h"
@@ -414,6 +416,19 @@ static void daemon_absent(void)
 	ASSERT_EQ(runc(c->log, "delete -f %s", c->id), 0);
 }
 
+static void removed_while_stopped(void)
+{
+	struct ctr *c = ctr_make("\"tcpbufd.io/limit\": \"16M\"", "", false);
+
+	ASSERT_EQ(ctr_start(c), 0);
+	EXPECT_TRUE(runtime_file_has(rundir1, c->cgroup));
+	ASSERT_GE(daemon_stop(), 0);
+	ASSERT_EQ(runc(c->log, "delete -f %s", c->id), 0);
+	start_with(rundir1);
+	EXPECT_EQ(daemon_log_count("runtime limit dropped: the cgroup is gone"), 1);
+	EXPECT_FALSE(runtime_file_has(rundir1, c->cgroup));
+}
+
 int main(int argc, char **argv)
 {
 	char self[512];
@@ -443,5 +458,6 @@ int main(int argc, char **argv)
 	malformed_annotation();
 	kernel_tcp_only();
 	daemon_absent();
+	removed_while_stopped();
 	return test_done();
 }
