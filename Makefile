@@ -45,8 +45,15 @@ SKELS        := $(patsubst %,$(OUT)/%.skel.h,$(BPF_OBJS))
 
 DAEMON_SRCS  := src/tcpbufd.c src/loader.c src/demand.c src/cgroups.c src/cgwatch.c src/bpffs.c src/log.c \
 		src/control.c src/commands.c src/limits.c src/status.c src/config.c src/size.c src/request.c src/dropin.c \
-		src/enforce.c src/container_name.c src/host_tcp_mem.c src/netns.c src/privilege.c
+		src/runtime_limits.c src/enforce.c src/container_name.c src/host_tcp_mem.c src/netns.c \
+		src/privilege.c
 CTL_SRCS     := src/tcpbufctl.c src/request.c src/size.c src/top.c src/top_model.c src/host_tcp_mem.c
+HOOK_SRCS    := src/oci-hook.c src/oci_limits.c src/request.c src/size.c
+# Static: the hook runs in the runtime's mount namespace, on nodes whose
+# libraries are not ours (a DaemonSet copies it onto the host).
+LIBS_HOOK    := -static $(shell $(PKG_CONFIG) --libs json-c 2>/dev/null || echo -ljson-c)
+LIBEXECDIR   ?= $(PREFIX)/libexec/tcpbufd
+HOOKSDIR     ?= $(PREFIX)/share/containers/oci/hooks.d
 # systemd integration (sd_notify) and the Prometheus exporter
 DAEMON_SRCS  += src/notify.c src/metrics.c
 
@@ -54,7 +61,7 @@ DAEMON_SRCS  += src/notify.c src/metrics.c
 .SECONDARY:
 .PHONY: all clean install uninstall check check-host check-vm check-vm-matrix vmlinux tests
 
-all: $(OUT)/tcpbufd $(OUT)/tcpbufctl
+all: $(OUT)/tcpbufd $(OUT)/tcpbufctl $(OUT)/tcpbufd-oci-hook
 
 $(OUT) $(OUT)/bpf:
 	$(Q)mkdir -p $@
@@ -86,6 +93,10 @@ $(OUT)/tcpbufctl: $(CTL_SRCS) src/*.h
 	$(call msg,CC,$@)
 	$(Q)$(CC) $(CFLAGS) $(CTL_SRCS) -o $@ $(LDFLAGS) $(LIBS_CTL)
 
+$(OUT)/tcpbufd-oci-hook: $(HOOK_SRCS) src/*.h
+	$(call msg,CC,$@)
+	$(Q)$(CC) $(CFLAGS) $(HOOK_SRCS) -o $@ $(LDFLAGS) $(LIBS_HOOK)
+
 vmlinux:
 	$(BPFTOOL) btf dump file /sys/kernel/btf/vmlinux format c > $(VMLINUX_H)
 
@@ -109,14 +120,20 @@ check-vm-matrix: all tests
 # BPF objects are embedded in tcpbufd (skeletons), so the binaries, the unit,
 # the man pages and the config are all there is. An existing config is never
 # overwritten; uninstall removes it only if it is still the shipped one.
-MANPAGES     := docs/man/tcpbufd.8 docs/man/tcpbufctl.8 docs/man/tcpbufd.conf.5
+MANPAGES     := docs/man/tcpbufd.8 docs/man/tcpbufctl.8 docs/man/tcpbufd.conf.5 docs/man/tcpbufd-oci-hook.8
 MAN_DESTS    := $(foreach m,$(MANPAGES),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
-INSTALL_DIRS := $(SBINDIR) $(BINDIR) $(UNITDIR) $(sort $(dir $(MAN_DESTS))) $(SYSCONFDIR)
+INSTALL_DIRS := $(SBINDIR) $(BINDIR) $(LIBEXECDIR) $(HOOKSDIR) $(UNITDIR) $(sort $(dir $(MAN_DESTS))) $(SYSCONFDIR)
 
 install: all
 	$(call msg,INSTALL,$(DESTDIR)$(SBINDIR)/tcpbufd $(DESTDIR)$(BINDIR)/tcpbufctl)
 	$(Q)install -D -m 0755 $(OUT)/tcpbufd $(DESTDIR)$(SBINDIR)/tcpbufd
 	$(Q)install -D -m 0755 $(OUT)/tcpbufctl $(DESTDIR)$(BINDIR)/tcpbufctl
+	$(call msg,INSTALL,$(DESTDIR)$(LIBEXECDIR)/tcpbufd-oci-hook $(DESTDIR)$(HOOKSDIR)/tcpbufd.json)
+	$(Q)install -D -m 0755 $(OUT)/tcpbufd-oci-hook $(DESTDIR)$(LIBEXECDIR)/tcpbufd-oci-hook
+	$(Q)install -d -m 0755 $(DESTDIR)$(HOOKSDIR)
+	$(Q)sed 's|"/usr/libexec/tcpbufd/tcpbufd-oci-hook"|"$(LIBEXECDIR)/tcpbufd-oci-hook"|' oci/tcpbufd.json \
+		> $(DESTDIR)$(HOOKSDIR)/tcpbufd.json
+	$(Q)chmod 0644 $(DESTDIR)$(HOOKSDIR)/tcpbufd.json
 	$(call msg,INSTALL,$(DESTDIR)$(UNITDIR)/tcpbufd.service)
 	$(Q)install -d -m 0755 $(DESTDIR)$(UNITDIR)
 	$(Q)sed 's|^ExecStart=/usr/sbin/tcpbufd|ExecStart=$(SBINDIR)/tcpbufd|' systemd/tcpbufd.service \
@@ -136,6 +153,7 @@ install: all
 uninstall:
 	$(call msg,RM,$(DESTDIR)$(SBINDIR)/tcpbufd $(DESTDIR)$(BINDIR)/tcpbufctl ...)
 	$(Q)rm -f $(DESTDIR)$(SBINDIR)/tcpbufd $(DESTDIR)$(BINDIR)/tcpbufctl \
+		$(DESTDIR)$(LIBEXECDIR)/tcpbufd-oci-hook $(DESTDIR)$(HOOKSDIR)/tcpbufd.json \
 		$(DESTDIR)$(UNITDIR)/tcpbufd.service $(addprefix $(DESTDIR),$(MAN_DESTS))
 	$(Q)if cmp -s tcpbufd.conf $(DESTDIR)$(SYSCONFDIR)/tcpbufd.conf; then \
 		rm -f $(DESTDIR)$(SYSCONFDIR)/tcpbufd.conf; \

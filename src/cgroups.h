@@ -17,7 +17,16 @@ struct cgroup_entry {
 	uint64_t id;
 	bool limited;		/* limits.c: the cgroup has limits in the map */
 	bool beyond_reach_said;	/* limits.c: a limited ancestor out of its sockets' reach, logged */
+	unsigned char limit_source;	/* limits.c: enum limit_source of its limits */
 	char path[];		/* relative to the mount, "/" for the root */
+};
+
+/* Where a cgroup's limits come from (status --json "source"). */
+enum limit_source {
+	LIMIT_SOURCE_NONE,
+	LIMIT_SOURCE_CONFIG,	/* a [Cgroup] rule of the config or a drop-in */
+	LIMIT_SOURCE_DEFAULT,	/* the [Default] ceiling */
+	LIMIT_SOURCE_RUNTIME,	/* set-limit --runtime: dies with the cgroup */
 };
 
 struct cgroup_tree {

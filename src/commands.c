@@ -239,6 +239,86 @@ static const struct cgroup_rule *own_rule(const struct daemon *d, const char *re
 	return strcmp(r->file, path) ? NULL : r;
 }
 
+/* Keep @rt (or, with @rt NULL, the removal of @id's) in RuntimeDir, then apply it. */
+static int runtime_store(struct daemon *d, const struct runtime_limit *rt, uint64_t id,
+			 char *err, size_t errlen)
+{
+	const struct runtime_limit *had = runtime_limits_find(&d->runtime, rt ? rt->id : id);
+	struct runtime_limit old = {};
+	int r;
+
+	if (had) {
+		old = *had;
+		if (!(old.path = strdup(had->path))) {
+			snprintf(err, errlen, "out of memory");
+			return 1;
+		}
+	}
+	r = rt ? runtime_limits_put(&d->runtime, rt) : (runtime_limits_drop(&d->runtime, id), 0);
+	if (!r)
+		r = runtime_limits_save(d->cfg.runtime_dir, &d->runtime, err, errlen);
+	else
+		snprintf(err, errlen, "out of memory");
+	if (r) {
+		/* What runs stays what the file says. */
+		if (had)
+			runtime_limits_put(&d->runtime, &old);
+		else if (rt)
+			runtime_limits_drop(&d->runtime, rt->id);
+	}
+	free(old.path);
+	return r ? 1 : (limits_apply(d) ? 1 : 0);
+}
+
+/* set-limit --runtime: the hook's request, a ceiling that dies with the cgroup. */
+static int cmd_set_runtime_limit(struct daemon *d, const struct request *req,
+				 const struct peer *p, char *err, size_t errlen)
+{
+	struct runtime_limit rt = { .limit_pages = req->limit_pages, .min_pages = req->min_pages,
+				    .pressure_pages = req->pressure_pages,
+				    .max_pages = req->max_pages };
+	char rel[PATH_MAX];
+
+	/* A container's cgroup is new: take in the watch's news first, or the limit
+	 * would reach the maps only after the container's first sockets. */
+	daemon_tree_current(d);
+	if (cgroup_resolve(&d->tree, req->cgroups[0], rel, sizeof(rel), &rt.id)) {
+		snprintf(err, errlen, "%s: no such cgroup below %s", req->cgroups[0], d->tree.mount);
+		return 1;
+	}
+	if (!cgroup_tree_find(&d->tree, rt.id)) {
+		snprintf(err, errlen, "%s: not among the cgroups tcpbufd follows yet; try again", rel);
+		return 1;
+	}
+	rt.path = rel;
+	if (runtime_store(d, &rt, 0, err, errlen))
+		return 1;
+	log_info("%s: runtime ceiling set to %llu pages by uid %u", rel,
+		 (unsigned long long)req->limit_pages, p->uid);
+	return 0;
+}
+
+/* unset --runtime: also for a cgroup already gone (the hook's poststop comes after). */
+static int cmd_unset_runtime_limit(struct daemon *d, const struct request *req,
+				   const struct peer *p, char *err, size_t errlen)
+{
+	char rel[PATH_MAX];
+	uint64_t id;
+
+	if (cgroup_resolve(&d->tree, req->cgroups[0], rel, sizeof(rel), &id) ||
+	    !runtime_limits_find(&d->runtime, id)) {
+		if (cgroup_path_normalize(req->cgroups[0], rel, sizeof(rel)))
+			snprintf(rel, sizeof(rel), "%s", req->cgroups[0]);
+		id = runtime_limits_id_of(&d->runtime, rel);
+	}
+	if (!id || !runtime_limits_find(&d->runtime, id))
+		return 0;	/* removed with its cgroup already, or never set */
+	if (runtime_store(d, NULL, id, err, errlen))
+		return 1;
+	log_info("%s: runtime limit removed by uid %u", rel, p->uid);
+	return 0;
+}
+
 static int cmd_set_limit(struct daemon *d, const struct request *req, const struct peer *p,
 			 char *err, size_t errlen)
 {
@@ -250,6 +330,8 @@ static int cmd_set_limit(struct daemon *d, const struct request *req, const stru
 		snprintf(err, errlen, "permission denied: only the administrator sets ceilings");
 		return 1;
 	}
+	if (req->runtime)
+		return cmd_set_runtime_limit(d, req, p, err, errlen);
 	if (resolve(d, req->cgroups[0], rel, sizeof(rel), err, errlen))
 		return 1;
 	own = own_rule(d, rel, &exact);
@@ -339,10 +421,19 @@ static int cmd_set(struct daemon *d, const struct request *req, const struct pee
 static int cmd_unset(struct daemon *d, const struct request *req, const struct peer *p, char *err,
 		     size_t errlen)
 {
-	char rel[PATH_MAX];
+	char rel[PATH_MAX], gone[PATH_MAX];
 	bool admin = peer_is_admin(p), own = false;
+	uint64_t id;
 	size_t i;
 
+	if (req->runtime) {
+		if (!admin) {
+			snprintf(err, errlen, "permission denied: only the administrator removes "
+				 "runtime limits");
+			return 1;
+		}
+		return cmd_unset_runtime_limit(d, req, p, err, errlen);
+	}
 	if (resolve(d, req->cgroups[0], rel, sizeof(rel), err, errlen) ||
 	    check_scope(p, rel, err, errlen))
 		return 1;
@@ -359,6 +450,9 @@ static int cmd_unset(struct daemon *d, const struct request *req, const struct p
 	 * drops its own thresholds and falls back to the ceiling's defaults. */
 	if (admin) {
 		if (dropin_remove(d->cfg.dropin_dir, rel, err, errlen))
+			return 1;
+		if (!cgroup_resolve(&d->tree, rel, gone, sizeof(gone), &id) &&
+		    runtime_limits_find(&d->runtime, id) && runtime_store(d, NULL, id, err, errlen))
 			return 1;
 		if (daemon_reload(d, err, errlen))
 			return 1;

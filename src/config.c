@@ -374,6 +374,7 @@ static const struct key daemon_keys[] = {
 	{ "Socket",		"/run/tcpbufd/control.sock",	set_socket_path, CFG(socket_path) },
 	{ "DropInDir",		"/etc/tcpbufd.d",		set_abs_path,	 CFG(dropin_dir) },
 	{ "StateDir",		"/var/lib/tcpbufd",		set_abs_path,	 CFG(state_dir) },
+	{ "RuntimeDir",		"/run/tcpbufd",			set_abs_path,	 CFG(runtime_dir) },
 	{ "Scope",		"/",				set_scope,	 CFG(scope) },
 	{ "Mode",		"auto",				set_mode,	 CFG(mode) },
 	{ "SampleIntervalMs",	"1000",				set_interval,	 CFG(sample_interval_ms) },
@@ -919,6 +920,7 @@ void config_free(struct config *c)
 	free(c->socket_path);
 	free(c->dropin_dir);
 	free(c->state_dir);
+	free(c->runtime_dir);
 	free(c->scope);
 	free(c->mode);
 	free(c->socket_group);

@@ -42,6 +42,7 @@ struct config {
 	char *socket_path;	/* control socket */
 	char *dropin_dir;	/* where the [Cgroup] drop-ins live */
 	char *state_dir;	/* thresholds set by containers survive restarts here */
+	char *runtime_dir;	/* runtime limits: kept across restarts, gone at reboot */
 	char *scope;		/* cgroup subtree the programs are attached to, e.g. "/" */
 	char *mode;		/* "auto", "exact" or "sampled" */
 	unsigned sample_interval_ms;	/* sampled-mode reconcile period */

@@ -11,6 +11,7 @@
 #include "dropin.h"
 #include "enforce.h"
 #include "loader.h"
+#include "runtime_limits.h"
 
 struct daemon {
 	const char *config_path;	/* -c, or the default path */
@@ -32,6 +33,7 @@ struct daemon {
 	size_t n_departed, departed_cap;
 	struct thresholds_entry *thresholds;	/* chosen by containers with `set` */
 	size_t n_thresholds;
+	struct runtime_limits runtime;	/* set-limit --runtime: live as long as their cgroup */
 	int ctl_fd;
 	unsigned limited_cgroups;
 };
@@ -46,6 +48,8 @@ int limits_apply(struct daemon *d);
 int limits_add(struct daemon *d, const uint64_t *ids, size_t n);
 /* @e is gone: its limits and ingress refusal go too. */
 void limits_forget(struct daemon *d, const struct cgroup_entry *e);
+/* Runtime limits whose cgroup is gone (or made again) are dropped; saved if any was. */
+void runtime_limits_prune(struct daemon *d);
 /* Re-read the config files; all or nothing. */
 int daemon_reload(struct daemon *d, char *err, size_t errlen);
 /* Read the whole cgroup tree anew and bring limits and usage entries in line. */

@@ -84,7 +84,7 @@ static int write_tmp(int fd, const char *data, size_t len, mode_t mode)
  * Replace @dir/@name with @data: temp file, fsync, rename, fsync the
  * directory (without the last step a crash can forget the rename).
  */
-static int replace_file(const char *dir, const char *name, const char *data, size_t len,
+int dropin_replace_file(const char *dir, const char *name, const char *data, size_t len,
 			char *err, size_t errlen)
 {
 	char tmp[PATH_MAX], path[PATH_MAX];
@@ -266,7 +266,7 @@ int dropin_write_limit(const char *dir, const char *cgroup_rel, uint64_t limit_p
 		     "# %s\n"
 		     "Limit=%llu\n",
 		     value, human, (unsigned long long)limit_pages);
-	return replace_file(dir, name, text, (size_t)n, err, errlen);
+	return dropin_replace_file(dir, name, text, (size_t)n, err, errlen);
 }
 
 int dropin_remove(const char *dir, const char *cgroup_rel, char *err, size_t errlen)
@@ -331,7 +331,7 @@ int thresholds_save(const char *state_dir, const struct thresholds_entry *e, siz
 					 (unsigned long long)e[i].min_pages,
 					 (unsigned long long)e[i].pressure_pages,
 					 (unsigned long long)e[i].max_pages);
-	ret = replace_file(state_dir, THRESHOLDS_FILE, text, used, err, errlen);
+	ret = dropin_replace_file(state_dir, THRESHOLDS_FILE, text, used, err, errlen);
 	free(text);
 	return ret;
 }

@@ -44,6 +44,10 @@ int dropin_name(const char *cgroup_rel, char *buf, size_t len);
 int dropin_write_limit(const char *dir, const char *cgroup_rel, uint64_t limit_pages,
 		       char *err, size_t errlen);
 
+/* Replace @dir/@name with @data atomically, as above (@dir created if missing). */
+int dropin_replace_file(const char *dir, const char *name, const char *data, size_t len,
+			char *err, size_t errlen);
+
 /* Remove that drop-in. Returns 0 also when there was none. */
 int dropin_remove(const char *dir, const char *cgroup_rel, char *err, size_t errlen);
 

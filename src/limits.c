@@ -23,19 +23,41 @@ static const struct thresholds_entry *thresholds_find(const struct daemon *d, co
 	return NULL;
 }
 
-/* The limits a cgroup should have now; false when it has none. */
-static bool limits_for(const struct daemon *d, const char *path, struct cgroup_limits *l)
+/* A runtime limit as a rule: the container's spec is more specific than the config. */
+static bool runtime_rule(const struct daemon *d, const struct cgroup_entry *e,
+			 struct cgroup_rule *rule)
 {
-	const struct cgroup_rule *rule = config_match(&d->cfg, path);
+	const struct runtime_limit *rt = runtime_limits_find(&d->runtime, e->id);
+
+	if (!rt || strcmp(rt->path, e->path))
+		return false;
+	*rule = (struct cgroup_rule){ .limit_pages = rt->limit_pages, .min_pages = rt->min_pages,
+				      .pressure_pages = rt->pressure_pages,
+				      .max_pages = rt->max_pages };
+	return true;
+}
+
+/* The limits a cgroup should have now, and where they come from; false when it has none. */
+static bool limits_for(const struct daemon *d, struct cgroup_entry *e, struct cgroup_limits *l)
+{
+	const char *path = e->path;
+	const struct cgroup_rule *rule = NULL;
 	const struct thresholds_entry *t;
 	struct cgroup_rule fallback = {};
 	uint64_t min, pressure, max;
 
-	if (!rule) {
+	e->limit_source = LIMIT_SOURCE_NONE;
+	if (runtime_rule(d, e, &fallback)) {
+		rule = &fallback;
+		e->limit_source = LIMIT_SOURCE_RUNTIME;
+	} else if ((rule = config_match(&d->cfg, path))) {
+		e->limit_source = LIMIT_SOURCE_CONFIG;
+	} else {
 		if (!d->cfg.default_limit_pages || !strcmp(path, "/"))
 			return false;
 		fallback.limit_pages = d->cfg.default_limit_pages;
 		rule = &fallback;
+		e->limit_source = LIMIT_SOURCE_DEFAULT;
 	}
 	memset(l, 0, sizeof(*l));
 	l->limit_pages = rule->limit_pages;
@@ -137,7 +159,7 @@ int limits_apply(struct daemon *d)
 	for (i = 0; i < d->tree.n; i++) {
 		struct cgroup_entry *e = d->tree.entries[i];
 
-		e->limited = limits_for(d, e->path, &want);
+		e->limited = limits_for(d, e, &want);
 		if (!e->limited)
 			continue;
 		limited_cgs[limited++] = (struct enforce_cgroup){ .id = e->id, .path = e->path };
@@ -190,7 +212,7 @@ int limits_add(struct daemon *d, const uint64_t *ids, size_t n)
 	for (size_t i = 0; i < n && !r; i++) {
 		struct cgroup_entry *e = cgroup_tree_find(&d->tree, ids[i]);
 
-		if (!e || e->limited || !limits_for(d, e->path, &want))
+		if (!e || e->limited || !limits_for(d, e, &want))
 			continue;
 		r = limits_write(fd, e, &want);
 		if (r)
@@ -213,10 +235,44 @@ int limits_add(struct daemon *d, const uint64_t *ids, size_t n)
 	return r;
 }
 
+void runtime_limits_prune(struct daemon *d)
+{
+	char err[512];
+	size_t dropped = 0;
+
+	for (size_t i = 0; i < d->runtime.n;) {
+		const struct runtime_limit *rt = &d->runtime.v[i];
+		const struct cgroup_entry *e = cgroup_tree_find(&d->tree, rt->id);
+
+		if (e && !strcmp(e->path, rt->path)) {
+			i++;
+			continue;
+		}
+		log_info("%s: runtime limit dropped: the cgroup is gone", rt->path);
+		runtime_limits_drop(&d->runtime, rt->id);
+		dropped++;
+	}
+	if (dropped && runtime_limits_save(d->cfg.runtime_dir, &d->runtime, err, sizeof(err)))
+		log_warn("cannot save runtime limits: %s", err);
+}
+
+/* A cgroup's runtime limit dies with it, in memory and in RuntimeDir. */
+static void runtime_limit_forget(struct daemon *d, const struct cgroup_entry *e)
+{
+	char err[512];
+
+	if (!runtime_limits_drop(&d->runtime, e->id))
+		return;
+	log_info("%s: runtime limit removed with the cgroup", e->path);
+	if (runtime_limits_save(d->cfg.runtime_dir, &d->runtime, err, sizeof(err)))
+		log_warn("cannot save runtime limits: %s", err);
+}
+
 void limits_forget(struct daemon *d, const struct cgroup_entry *e)
 {
 	int fd = loader_limits_fd(d->bpf), r;
 
+	runtime_limit_forget(d, e);
 	if (!e->limited)
 		return;
 	if (bpf_map_delete_elem(fd, &e->id) && errno != ENOENT)

@@ -169,15 +169,83 @@ static int parse_status(const struct command *c, struct words *w, struct request
 	return 0;
 }
 
+static int parse_one_cgroup(const struct command *c, struct words *w, struct request *req,
+			    char *err, size_t errlen);
+
+/* Take "--runtime" out of the words wherever it stands after the command. */
+static void take_runtime_flag(struct words *w, struct request *req)
+{
+	size_t kept = 1;
+
+	for (size_t i = 1; i < w->argc; i++) {
+		if (strcmp(w->argv[i], "--runtime") == 0)
+			req->runtime = true;
+		else
+			w->argv[kept++] = w->argv[i];
+	}
+	w->argc = kept;
+}
+
+/* MIN <= PRESSURE <= MAX, as the kernel's tcp_mem has them; 0 is a default, not compared. */
+static int check_order(const char *cmd, const struct request *req, char *err, size_t errlen)
+{
+	static const char *const names[] = { "MIN", "PRESSURE", "MAX" };
+	const uint64_t v[] = { req->min_pages, req->pressure_pages, req->max_pages };
+
+	for (int a = 0; a < 2; a++)
+		for (int b = a + 1; b < 3; b++)
+			if (v[a] && v[b] && v[a] > v[b]) {
+				set_err(err, errlen, "%s: %s (%llu pages) is above %s (%llu pages)",
+					cmd, names[a], (unsigned long long)v[a], names[b],
+					(unsigned long long)v[b]);
+				return -EINVAL;
+			}
+	return 0;
+}
+
+/* A threshold; "-" leaves it to the defaults under the ceiling where @optional. */
+static int parse_threshold(const char *cmd, const char *field, const char *word, bool optional,
+			   uint64_t *pages, char *err, size_t errlen)
+{
+	if (optional && strcmp(word, "-") == 0) {
+		*pages = 0;
+		return 0;
+	}
+	return parse_size_arg(cmd, field, word, pages, err, errlen);
+}
+
+static int parse_thresholds(const char *cmd, char **words, bool optional, struct request *req,
+			    char *err, size_t errlen)
+{
+	int ret = parse_threshold(cmd, "MIN", words[0], optional, &req->min_pages, err, errlen);
+
+	if (!ret)
+		ret = parse_threshold(cmd, "PRESSURE", words[1], optional, &req->pressure_pages,
+				      err, errlen);
+	if (!ret)
+		ret = parse_threshold(cmd, "MAX", words[2], optional, &req->max_pages, err, errlen);
+	return ret ? ret : check_order(cmd, req, err, errlen);
+}
+
+/* set-limit [--runtime] CGROUP SIZE; a runtime limit may bring its thresholds ("-": default). */
 static int parse_set_limit(const struct command *c, struct words *w, struct request *req,
 			   char *err, size_t errlen)
 {
-	int ret = expect_args(c, w, 2, err, errlen);
+	int ret;
 
+	take_runtime_flag(w, req);
+	ret = req->runtime && w->argc == 6 ? 0 : expect_args(c, w, 2, err, errlen);
 	if (!ret)
 		ret = add_cgroup(c->name, w->argv[1], req, err, errlen);
 	if (!ret)
 		ret = parse_size_arg(c->name, "SIZE", w->argv[2], &req->limit_pages, err, errlen);
+	if (!ret && w->argc == 6)
+		ret = parse_thresholds(c->name, &w->argv[3], true, req, err, errlen);
+	if (!ret && req->max_pages > req->limit_pages) {
+		set_err(err, errlen, "%s: MAX (%llu pages) is above SIZE (%llu pages)", c->name,
+			(unsigned long long)req->max_pages, (unsigned long long)req->limit_pages);
+		return -EINVAL;
+	}
 	return ret;
 }
 
@@ -188,26 +256,15 @@ static int parse_set(const struct command *c, struct words *w, struct request *r
 
 	if (!ret)
 		ret = add_cgroup(c->name, w->argv[1], req, err, errlen);
-	if (!ret)
-		ret = parse_size_arg(c->name, "MIN", w->argv[2], &req->min_pages, err, errlen);
-	if (!ret)
-		ret = parse_size_arg(c->name, "PRESSURE", w->argv[3], &req->pressure_pages, err, errlen);
-	if (!ret)
-		ret = parse_size_arg(c->name, "MAX", w->argv[4], &req->max_pages, err, errlen);
-	if (ret)
-		return ret;
-	/* The kernel's tcp_mem has the same shape: leave pressure below min. */
-	if (req->min_pages > req->pressure_pages) {
-		set_err(err, errlen, "%s: MIN (%llu pages) is above PRESSURE (%llu pages)", c->name,
-			(unsigned long long)req->min_pages, (unsigned long long)req->pressure_pages);
-		return -EINVAL;
-	}
-	if (req->pressure_pages > req->max_pages) {
-		set_err(err, errlen, "%s: PRESSURE (%llu pages) is above MAX (%llu pages)", c->name,
-			(unsigned long long)req->pressure_pages, (unsigned long long)req->max_pages);
-		return -EINVAL;
-	}
-	return 0;
+	return ret ? ret : parse_thresholds(c->name, &w->argv[2], false, req, err, errlen);
+}
+
+/* unset [--runtime] CGROUP */
+static int parse_unset(const struct command *c, struct words *w, struct request *req,
+		       char *err, size_t errlen)
+{
+	take_runtime_flag(w, req);
+	return parse_one_cgroup(c, w, req, err, errlen);
 }
 
 static int parse_one_cgroup(const struct command *c, struct words *w, struct request *req,
@@ -229,11 +286,11 @@ static const struct command commands[] = {
 	{ "status", REQ_STATUS, parse_status,
 	  "status [CGROUP...] [--json]" },
 	{ "set-limit", REQ_SET_LIMIT, parse_set_limit,
-	  "set-limit CGROUP SIZE" },
+	  "set-limit [--runtime] CGROUP SIZE [MIN PRESSURE MAX]" },
 	{ "set", REQ_SET, parse_set,
 	  "set CGROUP MIN PRESSURE MAX" },
-	{ "unset", REQ_UNSET, parse_one_cgroup,
-	  "unset CGROUP" },
+	{ "unset", REQ_UNSET, parse_unset,
+	  "unset [--runtime] CGROUP" },
 	{ "reload", REQ_RELOAD, parse_no_args,
 	  "reload" },
 	{ "metrics", REQ_METRICS, parse_no_args,

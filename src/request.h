@@ -40,10 +40,12 @@ enum request_status {
 struct request {
 	enum request_cmd cmd;
 	bool json;		/* status --json */
+	bool runtime;		/* set-limit/unset --runtime: a limit that lives with its cgroup */
 	size_t n_cgroups;	/* status: 0 = all tracked; others: exactly 1 */
 	char **cgroups;		/* as sent: start with '/', no "..", < PATH_MAX */
 	uint64_t limit_pages;	/* set-limit SIZE, >= 1 */
-	uint64_t min_pages, pressure_pages, max_pages;	/* set, 1 <= MIN <= PRESSURE <= MAX */
+	uint64_t min_pages, pressure_pages, max_pages;	/* set, 1 <= MIN <= PRESSURE <= MAX;
+							 * set-limit --runtime: optional (0), <= SIZE */
 };
 
 /*

@@ -18,6 +18,16 @@ const char *tcpbuf_state_name(__u32 state)
 	}
 }
 
+const char *limit_source_name(unsigned char source)
+{
+	switch (source) {
+	case LIMIT_SOURCE_CONFIG: return "config";
+	case LIMIT_SOURCE_DEFAULT: return "default";
+	case LIMIT_SOURCE_RUNTIME: return "runtime";
+	default: return NULL;
+	}
+}
+
 static struct status_row *row_append(struct status_rows *r, uint64_t id, size_t *cap)
 {
 	if (r->n == *cap) {
@@ -80,8 +90,12 @@ int status_collect(int usage_fd, int limits_fd, const struct cgroup_tree *tree,
 		if (!bpf_map_lookup_elem(limits_fd, &key, &row->limits))
 			row->has_limits = true;
 	}
-	for (i = 0; i < r.n; i++)
-		r.rows[i].path = cgroup_tree_path(tree, r.rows[i].id);
+	for (i = 0; i < r.n; i++) {
+		const struct cgroup_entry *e = cgroup_tree_find(tree, r.rows[i].id);
+
+		r.rows[i].path = e ? e->path : NULL;
+		r.rows[i].source = e && r.rows[i].has_limits ? e->limit_source : LIMIT_SOURCE_NONE;
+	}
 	qsort(r.rows, r.n, sizeof(*r.rows), row_cmp);
 	*out = r;
 	return 0;
@@ -200,6 +214,10 @@ void status_print_json(FILE *f, const struct status_rows *rows, const char *mode
 		json_pages(f, "min_pages", r->has_limits && l->min_pages, l->min_pages);
 		json_pages(f, "pressure_pages", r->has_limits && l->pressure_pages, l->pressure_pages);
 		json_pages(f, "max_pages", r->has_limits && l->max_pages, l->max_pages);
+		if (limit_source_name(r->source))
+			fprintf(f, ", \"source\": \"%s\"", limit_source_name(r->source));
+		else
+			fputs(", \"source\": null", f);
 		fprintf(f, ", \"state\": \"%s\", \"failcnt\": %llu, \"pressure_events\": %llu}",
 			tcpbuf_state_name(r->usage.state), (unsigned long long)r->usage.failcnt,
 			(unsigned long long)r->usage.pressure_events);

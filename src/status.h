@@ -13,6 +13,7 @@ struct status_row {
 	uint64_t id;
 	const char *path;		/* NULL when the cgroup is gone */
 	bool has_usage, has_limits;
+	unsigned char source;		/* enum limit_source */
 	struct cgroup_usage usage;
 	struct cgroup_limits limits;
 };
@@ -40,5 +41,7 @@ int status_prune(int usage_fd, const struct cgroup_tree *tree, size_t *pruned);
 int status_forget(int usage_fd, uint64_t id);
 
 const char *tcpbuf_state_name(__u32 state);
+/* "config", "default", "runtime"; NULL for none. */
+const char *limit_source_name(unsigned char source);
 
 #endif

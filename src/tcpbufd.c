@@ -168,6 +168,7 @@ int daemon_resync(struct daemon *d)
 		log_info("every cgroup of %s is watched again", d->tree.mount);
 		d->watch_warned = false;
 	}
+	runtime_limits_prune(d);
 	r = limits_apply(d);
 	status_prune(loader_usage_fd(d->bpf), &d->tree, &pruned);
 	took = mono_ms() - start;
@@ -506,7 +507,8 @@ int main(int argc, char **argv)
 	}
 	if (log_max_level < LOG_DEBUG)
 		log_max_level = d.cfg.log_level;
-	if (thresholds_load(d.cfg.state_dir, &d.thresholds, &d.n_thresholds, err, sizeof(err))) {
+	if (thresholds_load(d.cfg.state_dir, &d.thresholds, &d.n_thresholds, err, sizeof(err)) ||
+	    runtime_limits_load(d.cfg.runtime_dir, &d.runtime, err, sizeof(err))) {
 		fprintf(stderr, "tcpbufd: %s\n", err);
 		return 1;
 	}
@@ -558,6 +560,7 @@ int main(int argc, char **argv)
 	free(d.departed);
 	cgroup_tree_free(&d.tree);
 	free(d.thresholds);
+	runtime_limits_free(&d.runtime);
 	config_free(&d.cfg);
 	return r ? 1 : 0;
 }

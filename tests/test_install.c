@@ -4,7 +4,8 @@
  *  - install puts exactly: tcpbufd in SBINDIR, tcpbufctl in BINDIR (the
  *    built binaries, BPF objects embedded: no other file), the unit in
  *    pkg-config's systemdsystemunitdir with ExecStart= in SBINDIR, the three
- *    man pages in MANDIR, the shipped tcpbufd.conf in /etc;
+ *    man pages in MANDIR, the shipped tcpbufd.conf in /etc, the OCI hook in
+ *    LIBEXECDIR and its hooks.d file (naming it there) in HOOKSDIR;
  *  - the man pages render without a groff warning;
  *  - a second install keeps a changed /etc/tcpbufd.conf;
  *  - uninstall keeps a changed config and removes everything else, and
@@ -123,9 +124,20 @@ static void check_installed(const char *dest, const char *prefix, const char *ud
 	EXPECT_TRUE(listed(t, IN("%s/share/man/man8/tcpbufd.8", prefix)));
 	EXPECT_TRUE(listed(t, IN("%s/share/man/man8/tcpbufctl.8", prefix)));
 	EXPECT_TRUE(listed(t, IN("%s/share/man/man5/tcpbufd.conf.5", prefix)));
+	EXPECT_TRUE(listed(t, IN("%s/libexec/tcpbufd/tcpbufd-oci-hook", prefix)));
+	EXPECT_TRUE(same_file(IN("%s%s/libexec/tcpbufd/tcpbufd-oci-hook", dest, prefix),
+			      "build/tcpbufd-oci-hook"));
+	EXPECT_TRUE(listed(t, IN("%s/share/containers/oci/hooks.d/tcpbufd.json", prefix)));
+	EXPECT_TRUE(listed(t, IN("%s/share/man/man8/tcpbufd-oci-hook.8", prefix)));
 	EXPECT_TRUE(listed(t, "/etc/tcpbufd.conf"));
 	EXPECT_TRUE(same_file(IN("%s/etc/tcpbufd.conf", dest), "tcpbufd.conf"));
-	EXPECT_EQ(count_files(t), 7);
+	EXPECT_EQ(count_files(t), 10);
+	/* The hooks.d file names the hook where it was installed. */
+	q = sh_quote(IN("%s%s/share/containers/oci/hooks.d/tcpbufd.json", dest, prefix));
+	snprintf(path, sizeof(path), "grep -c '\"path\": \"%s/libexec/tcpbufd/tcpbufd-oci-hook\"' %s",
+		 prefix, q);
+	EXPECT_EQ(run_sh(NULL, "%s", path), 0);
+	free(q);
 	q = sh_quote(IN("%s%s/tcpbufd.service", dest, udir));
 	EXPECT_EQ(run_sh(&unit, "grep '^ExecStart=' %s", q), 0);
 	snprintf(path, sizeof(path), "ExecStart=%s/sbin/tcpbufd\n", prefix);
@@ -143,7 +155,7 @@ static void check_installed(const char *dest, const char *prefix, const char *ud
 static void check_man_pages(void)
 {
 	static const char *const pages[] = { "docs/man/tcpbufd.8", "docs/man/tcpbufctl.8",
-					     "docs/man/tcpbufd.conf.5" };
+					     "docs/man/tcpbufd.conf.5", "docs/man/tcpbufd-oci-hook.8" };
 	char *out = NULL;
 
 	if (!have_program("groff")) {

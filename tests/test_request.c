@@ -19,27 +19,37 @@ struct accept_case {
 	bool json;
 	const char *cgroups[3];
 	uint64_t limit, min, pressure, max;
+	bool runtime;
 };
 
 static const struct accept_case accept_cases[] = {
-	{ "status all", "status\n", REQ_STATUS, false, { NULL }, 0, 0, 0, 0 },
-	{ "status json", "status\n--json\n", REQ_STATUS, true, { NULL }, 0, 0, 0, 0 },
+	{ "status all", "status\n", REQ_STATUS, false, { NULL }, 0, 0, 0, 0, false },
+	{ "status json", "status\n--json\n", REQ_STATUS, true, { NULL }, 0, 0, 0, 0, false },
 	{ "status cgroups, json anywhere", "status\n/demo/a\n--json\n/sys/fs/cgroup/demo/b\n",
-	  REQ_STATUS, true, { "/demo/a", "/sys/fs/cgroup/demo/b" }, 0, 0, 0, 0 },
-	{ "status root", "status\n/\n", REQ_STATUS, false, { "/" }, 0, 0, 0, 0 },
+	  REQ_STATUS, true, { "/demo/a", "/sys/fs/cgroup/demo/b" }, 0, 0, 0, 0, false },
+	{ "status root", "status\n/\n", REQ_STATUS, false, { "/" }, 0, 0, 0, 0, false },
 	{ "dots inside names are fine", "status\n/a..b/.c/...\n", REQ_STATUS, false,
-	  { "/a..b/.c/..." }, 0, 0, 0, 0 },
+	  { "/a..b/.c/..." }, 0, 0, 0, 0, false },
 	{ "set-limit pages", "set-limit\n/demo/a\n4096\n", REQ_SET_LIMIT, false,
-	  { "/demo/a" }, 4096, 0, 0, 0 },
+	  { "/demo/a" }, 4096, 0, 0, 0, false },
 	{ "set-limit bytes", "set-limit\n/demo/a\n64M\n", REQ_SET_LIMIT, false,
-	  { "/demo/a" }, 16384, 0, 0, 0 },
+	  { "/demo/a" }, 16384, 0, 0, 0, false },
 	{ "set", "set\n/demo/a\n8M\n12M\n16M\n", REQ_SET, false,
-	  { "/demo/a" }, 0, 2048, 3072, 4096 },
+	  { "/demo/a" }, 0, 2048, 3072, 4096, false },
 	{ "set equal thresholds", "set\n/demo/a\n1\n1\n1\n", REQ_SET, false,
-	  { "/demo/a" }, 0, 1, 1, 1 },
-	{ "unset", "unset\n/demo/a\n", REQ_UNSET, false, { "/demo/a" }, 0, 0, 0, 0 },
-	{ "reload", "reload\n", REQ_RELOAD, false, { NULL }, 0, 0, 0, 0 },
-	{ "metrics", "metrics\n", REQ_METRICS, false, { NULL }, 0, 0, 0, 0 },
+	  { "/demo/a" }, 0, 1, 1, 1, false },
+	{ "unset", "unset\n/demo/a\n", REQ_UNSET, false, { "/demo/a" }, 0, 0, 0, 0, false },
+	{ "set-limit --runtime", "set-limit\n--runtime\n/demo/a\n16M\n", REQ_SET_LIMIT, false,
+	  { "/demo/a" }, 4096, 0, 0, 0, true },
+	{ "set-limit --runtime after the cgroup, with thresholds",
+	  "set-limit\n/demo/a\n--runtime\n16M\n8M\n12M\n16M\n", REQ_SET_LIMIT, false,
+	  { "/demo/a" }, 4096, 2048, 3072, 4096, true },
+	{ "set-limit --runtime, max only", "set-limit\n--runtime\n/demo/a\n16M\n-\n-\n12M\n",
+	  REQ_SET_LIMIT, false, { "/demo/a" }, 4096, 0, 0, 3072, true },
+	{ "unset --runtime", "unset\n--runtime\n/demo/a\n", REQ_UNSET, false, { "/demo/a" },
+	  0, 0, 0, 0, true },
+	{ "reload", "reload\n", REQ_RELOAD, false, { NULL }, 0, 0, 0, 0, false },
+	{ "metrics", "metrics\n", REQ_METRICS, false, { NULL }, 0, 0, 0, 0, false },
 };
 
 static void check_accept(const struct accept_case *c)
@@ -55,6 +65,8 @@ static void check_accept(const struct accept_case *c)
 	}
 	while (n < 3 && c->cgroups[n])
 		n++;
+	if (req.runtime != c->runtime)
+		FAIL("%s: expected runtime %d, got %d\n", c->name, c->runtime, req.runtime);
 	if (req.cmd != c->cmd || req.json != c->json || req.n_cgroups != n)
 		FAIL("%s: expected cmd %d json %d n_cgroups %zu, got %d %d %zu\n", c->name,
 		     c->cmd, c->json, n, req.cmd, req.json, req.n_cgroups);
@@ -95,9 +107,9 @@ static const struct reject_case reject_cases[] = {
 	{ "status\n/..\n", 0, "status: CGROUP: '..' is not allowed ('/..')" },
 	{ "status\n/a/..\n", 0, "status: CGROUP: '..' is not allowed ('/a/..')" },
 	{ "set-limit\n/demo/a\n", 0,
-	  "set-limit: wrong number of arguments (usage: set-limit CGROUP SIZE)" },
+	  "set-limit: wrong number of arguments (usage: set-limit [--runtime] CGROUP SIZE [MIN PRESSURE MAX])" },
 	{ "set-limit\n/demo/a\n64M\n--json\n", 0,
-	  "set-limit: wrong number of arguments (usage: set-limit CGROUP SIZE)" },
+	  "set-limit: wrong number of arguments (usage: set-limit [--runtime] CGROUP SIZE [MIN PRESSURE MAX])" },
 	{ "set-limit\ndemo\n64M\n", 0, "set-limit: CGROUP: must start with '/' ('demo')" },
 	{ "set-limit\n/demo/a\nlots\n", 0, "set-limit: SIZE: bad size 'lots'" },
 	{ "set-limit\n/demo/a\n-1\n", 0, "set-limit: SIZE: bad size '-1'" },
@@ -112,8 +124,17 @@ static const struct reject_case reject_cases[] = {
 	{ "set\n/demo/a\n0\n2\n3\n", 0, "set: MIN: must be at least 1 page" },
 	{ "set\n/demo/a\n3\n2\n4\n", 0, "set: MIN (3 pages) is above PRESSURE (2 pages)" },
 	{ "set\n/demo/a\n1\n5\n4\n", 0, "set: PRESSURE (5 pages) is above MAX (4 pages)" },
-	{ "unset\n", 0, "unset: wrong number of arguments (usage: unset CGROUP)" },
-	{ "unset\n/a\n/b\n", 0, "unset: wrong number of arguments (usage: unset CGROUP)" },
+	{ "set-limit\n/demo/a\n16M\n8M\n12M\n16M\n", 0, "set-limit: wrong number of arguments "
+	  "(usage: set-limit [--runtime] CGROUP SIZE [MIN PRESSURE MAX])" },
+	{ "set-limit\n--runtime\n/demo/a\n16M\n8M\n12M\n32M\n", 0,
+	  "set-limit: MAX (8192 pages) is above SIZE (4096 pages)" },
+	{ "set-limit\n--runtime\n/demo/a\n16M\n8M\n4M\n16M\n", 0,
+	  "set-limit: MIN (2048 pages) is above PRESSURE (1024 pages)" },
+	{ "set\n/demo/a\n-\n12M\n16M\n", 0, "set: MIN: bad size '-'" },
+	{ "set-limit\n--runtime\n/demo/a\n16M\n12M\n-\n8M\n", 0,
+	  "set-limit: MIN (3072 pages) is above MAX (2048 pages)" },
+	{ "unset\n", 0, "unset: wrong number of arguments (usage: unset [--runtime] CGROUP)" },
+	{ "unset\n/a\n/b\n", 0, "unset: wrong number of arguments (usage: unset [--runtime] CGROUP)" },
 	{ "reload\n/a\n", 0, "reload: takes no arguments (usage: reload)" },
 	{ "metrics\n--json\n", 0, "metrics: takes no arguments (usage: metrics)" },
 	{ "unknown-command-with-a-very-long-name-that-goes-on-and-on-and-on\n", 0,
