@@ -10,8 +10,9 @@
  *    places (ReadWritePaths=, RuntimeDirectory=, StateDirectory=,
  *    ConfigurationDirectory=); the cgroup mount is read-only, as
  *    ProtectControlGroups= makes it; nothing else of the host.
- *  - hostPID is off; hostNetwork is on (iter/tcp walks the daemon's netns,
- *    the reason the unit has no PrivateNetwork=).
+ *  - hostPID and hostNetwork are on: the daemon's netns is the host's, the
+ *    reason the unit has no PrivateNetwork=, and it enters each pod's
+ *    through one of the pod's processes, as the unit sees them all.
  *  - The ConfigMap's tcpbufd.conf puts socket, RuntimeDir, StateDir and
  *    DropInDir on those host paths, and its hooks.json names the hook
  *    where the init container installs it, in a hooks.d directory.
@@ -322,7 +323,7 @@ int main(void)
 	ASSERT_TRUE(ds && cm);
 	pod = path(ds, yaml_document_get_root_node(ds), "spec.template.spec");
 	ASSERT_TRUE(pod != NULL);
-	EXPECT_FALSE(is_true(get(ds, pod, "hostPID")));
+	EXPECT_TRUE(is_true(get(ds, pod, "hostPID")));
 	EXPECT_TRUE(is_true(get(ds, pod, "hostNetwork")));
 	EXPECT_FALSE(is_true(get(ds, pod, "hostIPC")));
 
