@@ -109,9 +109,11 @@ check: all tests
 check-host: all tests
 	tests/run --mode $${TCPBUFD_MODE:-auto}
 
-# One kernel: make check-vm KERNEL=path/to/vmlinuz (or a cached series: 6.1, 6.12).
+# One kernel: make check-vm KERNEL=path/to/vmlinuz (or a cached series: 6.1, 6.12, 7.2).
+# The matrix's kernels are fetched first, as make check does (cached ones are kept).
 KERNEL ?= 6.12
 check-vm: all tests
+	tests/vm/fetch-kernels >/dev/null
 	tests/vm/run-vm $(KERNEL)
 
 check-vm-matrix: all tests
