@@ -364,6 +364,17 @@ static int set_rule_size(struct parse_ctx *ctx, const struct key *k, const char 
 	return parse_size_value(ctx, k->name, value, field);
 }
 
+static int set_yes_no(struct parse_ctx *ctx, const struct key *k, const char *value)
+{
+	bool *field = (bool *)((char *)ctx->cfg + k->offset);
+
+	if (!strcmp(value, "yes") || !strcmp(value, "no")) {
+		*field = value[0] == 'y';
+		return 0;
+	}
+	return fail(ctx, ctx->line, "%s=%s: must be yes or no", k->name, value);
+}
+
 /* ---- key tables ------------------------------------------------------- */
 
 #define CFG(f) offsetof(struct config, f)
@@ -382,6 +393,7 @@ static const struct key daemon_keys[] = {
 	{ "LogLevel",		"info",				set_log_level,	 CFG(log_level) },
 	{ "SocketMode",		"0600",				set_socket_mode, CFG(socket_mode) },
 	{ "SocketGroup",	"",				set_group,	 CFG(socket_group) },
+	{ "BypassProtMem",	"no",				set_yes_no,	 CFG(bypass_prot_mem) },
 	{ NULL, NULL, NULL, 0 },
 };
 

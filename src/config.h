@@ -51,6 +51,7 @@ struct config {
 	unsigned socket_mode;	/* permission bits of the control socket */
 	char *socket_group;	/* group owning the control socket, NULL = unchanged */
 	uint64_t default_limit_pages;	/* ceiling of cgroups no rule matches, 0 = none */
+	bool bypass_prot_mem;	/* limited cgroups' sockets leave the global tcp_mem */
 	struct cgroup_rule *rules;	/* in file-name order, then line order */
 	size_t n_rules;
 	char *main_file;	/* the main file read, or CONFIG_BUILTIN_NAME */

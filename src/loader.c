@@ -23,6 +23,7 @@
 #include "reconcile.skel.h"
 #include "bpffs.h"
 #include "demand.h"
+#include "hookfit.h"
 #include "loader.h"
 #include "netns.h"
 #include "log.h"
@@ -226,6 +227,16 @@ static int load_exact(struct tcpbuf_bpf *bpf)
 	err = account_exact__load(skel);
 	if (!err)
 		err = attach_and_pin(bpf, skel->obj);
+	if (err) {
+		/* Half attached would count twice beside the sampled fallback. */
+		struct bpf_program *prog;
+		char path[PATH_MAX];
+
+		bpf_object__for_each_program(prog, skel->obj)
+			if (!bpffs_path(path, sizeof(path), bpf->pin_path, "links/",
+					bpf_program__name(prog)))
+				unlink(path);
+	}
 	account_exact__destroy(skel);
 	return err;
 }
@@ -304,7 +315,7 @@ static enum tcpbuf_mode mode_parse(const char *s)
 static int fresh_start(struct tcpbuf_bpf *bpf, enum tcpbuf_mode wanted)
 {
 	struct tcpbuf_meta m = { .layout_version = TCPBUF_LAYOUT_VERSION, .build_id = build_id() };
-	char links[PATH_MAX];
+	char links[PATH_MAX], why[256];
 	__u32 zero = 0;
 	int err;
 
@@ -324,21 +335,33 @@ static int fresh_start(struct tcpbuf_bpf *bpf, enum tcpbuf_mode wanted)
 	/* The probe is the real load: a second load just to ask would double
 	 * the start-up time, which is seconds on slow machines. A refusal
 	 * leaves nothing behind (the maps are the reconcile object's). */
-	if (wanted != TCPBUF_MODE_SAMPLED) {
+	if (wanted != TCPBUF_MODE_SAMPLED && !hookfit_kernel(why, sizeof(why))) {
+		/* Would load, and count wrong: never try it. */
+		if (wanted == TCPBUF_MODE_EXACT) {
+			log_err("exact mode requested, but its hooks do not fit this kernel: %s", why);
+			return -EOPNOTSUPP;
+		}
+		log_warn("auto: sampled accounting, since exact mode's hooks do not fit this kernel: %s",
+			 why);
+	} else if (wanted != TCPBUF_MODE_SAMPLED) {
 		probing = true;
 		err = load_exact(bpf);
 		probing = false;
 		if (!err) {
 			bpf->mode = TCPBUF_MODE_EXACT;
-		} else if (err != -EPERM && err != -EACCES && err != -EOPNOTSUPP) {
-			log_err("cannot attach exact accounting: %s", strerror(-err));
-			return err;
 		} else if (wanted == TCPBUF_MODE_EXACT) {
-			log_err("exact mode requested, but this kernel refuses fentry/fexit programs (%s)",
-				strerror(-err));
+			if (err == -EPERM || err == -EACCES || err == -EOPNOTSUPP)
+				log_err("exact mode requested, but this kernel refuses fentry/fexit programs (%s)",
+					strerror(-err));
+			else
+				log_err("cannot attach exact accounting: %s", strerror(-err));
 			return -EOPNOTSUPP;
-		} else {
+		} else if (err == -EPERM || err == -EACCES || err == -EOPNOTSUPP) {
 			log_info("this kernel refuses fentry/fexit programs (%s); falling back to sampled accounting",
+				 strerror(-err));
+		} else {
+			/* A verifier or attach change on a new kernel: the best mode that works. */
+			log_warn("auto: sampled accounting, since exact accounting does not load on this kernel: %s",
 				 strerror(-err));
 		}
 	}

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "bypass.h"
 #include "container_name.h"
 #include "host_tcp_mem.h"
 #include "metrics.h"
@@ -15,7 +16,7 @@
 #define PAGE_BYTES 4096ULL
 
 enum value_kind { V_USAGE, V_PEAK, V_SOCKETS, V_LIMIT, V_MIN, V_PRESSURE, V_MAX, V_FAILCNT,
-		  V_PRESSURE_EVENTS };
+		  V_PRESSURE_EVENTS, V_SOCK_THROTTLED };
 
 static const struct metric {
 	const char *name, *type, *help;
@@ -40,6 +41,9 @@ static const struct metric {
 	  "Segments refused because the cgroup was at its max.", V_FAILCNT },
 	{ "tcpbufd_cgroup_pressure_events_total", "counter",
 	  "Times the cgroup entered pressure.", V_PRESSURE_EVENTS },
+	{ "tcpbufd_cgroup_sock_throttled_total", "counter",
+	  "The kernel's memory.events sock_throttled of a limited cgroup (absent: the kernel "
+	  "or the cgroup has none).", V_SOCK_THROTTLED },
 };
 
 static const char *const states[] = { "normal", "pressure", "max" };
@@ -130,6 +134,7 @@ static bool row_value(const struct status_row *r, enum value_kind kind, unsigned
 	case V_SOCKETS:	 *v = nonneg(r->usage.sockets); return true;
 	case V_FAILCNT:	 *v = r->usage.failcnt; return true;
 	case V_PRESSURE_EVENTS: *v = r->usage.pressure_events; return true;
+	case V_SOCK_THROTTLED: *v = (unsigned long long)r->sock_throttled; return r->sock_throttled >= 0;
 	case V_LIMIT:	 pages = l->limit_pages; break;
 	case V_MIN:	 pages = l->min_pages; break;
 	case V_PRESSURE: pages = l->pressure_pages; break;
@@ -168,6 +173,26 @@ static void host_tcp_mem_print(FILE *f)
 	}
 }
 
+/* BypassProtMem's state (1 for the current one) and its sockets. */
+static void metrics_print_bypass(FILE *f)
+{
+	static const enum bypass_state all[] = { BYPASS_OFF, BYPASS_ON, BYPASS_UNSUPPORTED };
+	uint64_t sockets, refused;
+
+	header(f, "tcpbufd_bypass_prot_mem", "gauge",
+	       "BypassProtMem: 1 for the current state (off, on, unsupported), 0 for the others.");
+	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++)
+		fprintf(f, "tcpbufd_bypass_prot_mem{state=\"%s\"} %d\n", bypass_state_name(all[i]),
+			bypass_current() == all[i]);
+	bypass_counts(&sockets, &refused);
+	header(f, "tcpbufd_bypass_prot_mem_sockets_total", "counter",
+	       "New TCP sockets of limited cgroups taken out of the global tcp_mem.");
+	fprintf(f, "tcpbufd_bypass_prot_mem_sockets_total %llu\n", (unsigned long long)sockets);
+	header(f, "tcpbufd_bypass_prot_mem_refused_total", "counter",
+	       "Sockets for which the kernel refused SK_BPF_BYPASS_PROT_MEM.");
+	fprintf(f, "tcpbufd_bypass_prot_mem_refused_total %llu\n", (unsigned long long)refused);
+}
+
 void metrics_print(FILE *f, const struct status_rows *rows, const char *mode,
 		   unsigned limited_cgroups)
 {
@@ -188,6 +213,7 @@ void metrics_print(FILE *f, const struct status_rows *rows, const char *mode,
 	header(f, "tcpbufd_limited_cgroups", "gauge", "Cgroups that have limits in the kernel.");
 	fprintf(f, "tcpbufd_limited_cgroups %u\n", limited_cgroups);
 	host_tcp_mem_print(f);
+	metrics_print_bypass(f);
 
 	for (m = 0; m < sizeof(metrics) / sizeof(metrics[0]); m++) {
 		header(f, metrics[m].name, metrics[m].type, metrics[m].help);

@@ -16,6 +16,7 @@ struct status_row {
 	unsigned char source;		/* enum limit_source */
 	struct cgroup_usage usage;
 	struct cgroup_limits limits;
+	int64_t sock_throttled;		/* memory.events sock_throttled of a limited cgroup; -1: none */
 };
 
 struct status_rows {

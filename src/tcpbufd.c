@@ -19,6 +19,7 @@
 #include "array.h"
 #include "cgwatch.h"
 #include "control.h"
+#include "bypass.h"
 #include "daemon.h"
 #include "log.h"
 #include "netns.h"
@@ -94,6 +95,8 @@ int daemon_reload(struct daemon *d, char *err, size_t errlen)
 	config_free(&d->cfg);
 	d->cfg = next;
 	r = daemon_resync(d);
+	if (!r)
+		r = bypass_apply(daemon_pin_path(d), d->tree.mount, daemon_scope(d), d->cfg.bypass_prot_mem);
 	if (!r)
 		log_info("configuration reloaded: %zu rules, %u cgroups limited", d->cfg.n_rules,
 			 d->limited_cgroups);
@@ -535,6 +538,8 @@ int main(int argc, char **argv)
 	r = start_enforcement(&d);
 	if (!r)
 		r = daemon_resync(&d);
+	if (!r)
+		r = bypass_apply(daemon_pin_path(&d), d.tree.mount, daemon_scope(&d), d.cfg.bypass_prot_mem);
 	if (!r) {
 		d.ctl_fd = control_listen(daemon_socket_path(&d), d.cfg.socket_mode, d.cfg.socket_group);
 		if (d.ctl_fd < 0) {
@@ -554,6 +559,7 @@ int main(int argc, char **argv)
 	if (d.bpf)
 		log_info("stopped; programs and maps stay pinned at %s", daemon_pin_path(&d));
 	enforce_close(d.enforce);
+	bypass_close();
 	loader_close(d.bpf);
 	cgwatch_close(d.watch);
 	netns_close();
