@@ -15,8 +15,6 @@
 struct ancestry_move {
 	struct sock_charge *sc;
 	const struct ancestry_list *to;
-	__s64 sign;	/* 1: into the cgroups of @to not in sc's list; -1: out of those of
-			 * sc's list not in @to */
 };
 
 static __always_inline bool ancestry_has(const __u64 *ids, __u32 n, __u64 id)
@@ -64,23 +62,25 @@ static __always_inline void ancestry_move_one(struct sock_charge *sc, __u32 i, _
 		near_update(id, u);
 }
 
-static long ancestry_move_level(__u64 i, void *ctx)
+/* Steps 0-7: out of the old list's cgroups not in the new one; 8-15: into
+ * the new list's not in the old one. One loop, so the verifier checks the
+ * body once. */
+static long ancestry_move_level(__u64 step, void *ctx)
 {
 	struct ancestry_move *m = ctx;
 	struct sock_charge *sc = m->sc;
 	const struct ancestry_list *to = m->to;
+	__u32 i = step & (TCPBUF_MAX_DEPTH - 1);
 	__u64 id;
 
-	if (m->sign > 0) {
+	if (step >= TCPBUF_MAX_DEPTH) {
 		if (i >= to->n)
 			return 1;
-		id = to->ids[i & (TCPBUF_MAX_DEPTH - 1)];
+		id = to->ids[i];
 		if (!ancestry_has(sc->ancestors, sc->levels, id))
 			ancestry_move_one(sc, i, id, 1);
-	} else {
-		if (i >= sc->levels)
-			return 1;
-		id = sc->ancestors[i & (TCPBUF_MAX_DEPTH - 1)];
+	} else if (i < sc->levels) {
+		id = sc->ancestors[i];
 		if (!ancestry_has(to->ids, to->n, id))
 			ancestry_move_one(sc, i, id, -1);
 	}
@@ -98,10 +98,7 @@ static __always_inline void ancestry_renew(struct sock *sk, struct sock_charge *
 	if (sc->ancestry_gen == gen || !sc->cgroup_id)
 		return;
 	ancestry_list_of(&to, sk);
-	m.sign = -1;
-	bpf_loop(TCPBUF_MAX_DEPTH, ancestry_move_level, &m, 0);
-	m.sign = 1;
-	bpf_loop(TCPBUF_MAX_DEPTH, ancestry_move_level, &m, 0);
+	bpf_loop(2 * TCPBUF_MAX_DEPTH, ancestry_move_level, &m, 0);
 	for (k = 0; k < TCPBUF_MAX_DEPTH; k++)
 		sc->ancestors[k] = to.ids[k];
 	sc->levels = to.n;

@@ -34,17 +34,26 @@
 #define MAX_RATIO	1.05
 #define CHAIN		30
 
-/* @top and CHAIN levels below it: chain[0] = top, chain[i] = top/<p>1/.../<p>i. */
-static void chain_make(const char *top, char prefix, const char **chain)
+/* @top and CHAIN levels below it: chain[0] = top, chain[i] = top/<p>1/.../<p>i;
+ * rels[i] the same relative to the test's cgroup. */
+static void chain_make(const char *top, char prefix, const char **chain, char rels[][512])
 {
-	char rel[1024];
-
-	snprintf(rel, sizeof(rel), "%s", top);
-	chain[0] = cg_create(rel);
+	snprintf(rels[0], sizeof(rels[0]), "%s", top);
+	chain[0] = cg_create(rels[0]);
 	for (int i = 1; i <= CHAIN; i++) {
-		snprintf(rel + strlen(rel), sizeof(rel) - strlen(rel), "/%c%d", prefix, i);
-		chain[i] = cg_create(rel);
+		snprintf(rels[i], sizeof(rels[i]), "%s/%c%d", rels[i - 1], prefix, i);
+		chain[i] = cg_create(rels[i]);
 	}
+}
+
+/* A leaf @k levels below chain[0], beside chain[k] (with the memory
+ * controller, as in the guests, only leaves hold processes). */
+static const char *leaf_at(char rels[][512], int k)
+{
+	char rel[600];
+
+	snprintf(rel, sizeof(rel), "%s/rx%d", rels[k - 1], k);
+	return cg_create(rel);
 }
 
 /* Stalled receivers in @rx; the peak of @top's subtree by sock_diag meanwhile. */
@@ -68,20 +77,21 @@ static void finish(struct xload *l, const char *what)
 }
 
 /* Stalled receivers @levels below d: d holds, and status counts them. */
-static void deep_under_one(const char **d, int levels, const char *src)
+static void deep_under_one(const char **d, char rels[][512], int levels, const char *src)
 {
+	const char *rx = leaf_at(rels, levels);
 	struct peak_sampler *p = peak_start(d[0], 10);
 	struct skmem_total held = { 0 };
-	struct xload *l = stalled(d[levels], src);
+	struct xload *l = stalled(rx, src);
 	int64_t usage_d, usage_rx, usage_mid, peak_d;
 
 	msleep(1000);
 	ASSERT_OK(xload_set_mode(l, XL_STALL, 0));
 	msleep(3000);
 	peak_stop(p);
-	ASSERT_OK(skmem_cgroup(cg_id(d[levels]), &held));
+	ASSERT_OK(skmem_cgroup(cg_id(rx), &held));
 	usage_d = status_field(d[0], "usage_pages");
-	usage_rx = status_field(d[levels], "usage_pages");
+	usage_rx = status_field(rx, "usage_pages");
 	usage_mid = status_field(d[levels / 2], "usage_pages");
 	peak_d = status_field(d[0], "peak_pages");
 	test_log("%d levels down: d peak %" PRIu64 " pages by sock_diag (%.3f x max), daemon %"
@@ -100,10 +110,11 @@ static void deep_under_one(const char **d, int levels, const char *src)
 	peak_free(p);
 }
 
-static void nested(const char **e, const char *src)
+static void nested(const char **e, char rels[][512], const char *src)
 {
+	const char *rx_deep = leaf_at(rels, CHAIN), *rx_shallow = leaf_at(rels, 5);
 	struct peak_sampler *pe = peak_start(e[0], 10), *pi = peak_start(e[15], 10);
-	struct xload *deep = stalled(e[CHAIN], src), *shallow = stalled(e[5], src);
+	struct xload *deep = stalled(rx_deep, src), *shallow = stalled(rx_shallow, src);
 	int64_t de, di;
 
 	msleep(1000);
@@ -131,9 +142,10 @@ static void nested(const char **e, const char *src)
 }
 
 /* Connections 10 levels below f carry data before f has limits. */
-static void limit_later(const char **f, const char *src)
+static void limit_later(const char **f, char rels[][512], const char *src)
 {
-	struct xload *l = stalled(f[10], src);
+	const char *rx = leaf_at(rels, 10);
+	struct xload *l = stalled(rx, src);
 	struct skmem_total held = { 0 };
 	struct peak_sampler *p;
 	int64_t usage_f, peak_f;
@@ -148,7 +160,7 @@ static void limit_later(const char **f, const char *src)
 	ASSERT_OK(xload_set_mode(l, XL_STALL, 0));
 	msleep(3000);
 	peak_stop(p);
-	ASSERT_OK(skmem_cgroup(cg_id(f[10]), &held));
+	ASSERT_OK(skmem_cgroup(cg_id(rx), &held));
 	usage_f = status_field(f[0], "usage_pages");
 	peak_f = status_field(f[0], "peak_pages");
 	test_log("limit later: f peak %" PRIu64 " by sock_diag (%.3f x max), daemon peak %" PRId64
@@ -190,27 +202,28 @@ static void too_many_nested(const char **g)
 int main(void)
 {
 	const char *d[CHAIN + 1], *e[CHAIN + 1], *f[CHAIN + 1], *g[CHAIN + 1], *src;
+	static char rels[CHAIN + 1][512];
 
 	test_init();
 	enforce_config(1000);
 	ASSERT_OK(daemon_start(""));
 	src = cg_create("src");
-	chain_make("d", 'l', d);
+	chain_make("d", 'l', d, rels);
 	limits_write(d[0], LIMIT_PAGES, 0, 0, 0);
 	ASSERT_OK(daemon_reload_until(d[0], LIMIT_PAGES, 5000));
-	deep_under_one(d, 10, src);
-	deep_under_one(d, 30, src);
+	deep_under_one(d, rels, 10, src);
+	deep_under_one(d, rels, 30, src);
 
-	chain_make("e", 'm', e);
+	chain_make("e", 'm', e, rels);
 	limits_write(e[0], LIMIT_PAGES, 0, 0, 0);
 	limits_write(e[15], INNER_PAGES, 0, 0, 0);
 	ASSERT_OK(daemon_reload_until(e[15], INNER_PAGES, 5000));
-	nested(e, src);
+	nested(e, rels, src);
 
-	chain_make("f", 'n', f);
-	limit_later(f, src);
+	chain_make("f", 'n', f, rels);
+	limit_later(f, rels, src);
 
-	chain_make("g", 'o', g);
+	chain_make("g", 'o', g, rels);
 	too_many_nested(g);
 
 	ASSERT_EQ(daemon_stop(), 0);
