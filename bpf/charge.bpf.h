@@ -488,6 +488,58 @@ static __always_inline void charge_socket(struct sock *sk, __s64 pages)
 }
 
 /*
+ * A socket still counted among its subtree's established sockets when it is
+ * destroyed is counted out here. The close callback does it where the
+ * socket has one; before 6.11 a socket the sweep counted (one that predates
+ * the limits) cannot be given that callback, and stayed counted for good.
+ * Only the counts: near or far is decided anew by the next count.
+ */
+struct uncount_walk {
+	const struct sock_charge *sc;
+	__s64 sockets, senders;
+};
+
+static long uncount_level(__u64 i, void *ctx)
+{
+	struct uncount_walk *w = ctx;
+	struct cgroup_usage *u;
+	__u64 id;
+
+	if (i >= TCPBUF_MAX_DEPTH || i >= w->sc->levels)
+		return 1;
+	id = w->sc->ancestors[i & (TCPBUF_MAX_DEPTH - 1)];
+	u = bpf_map_lookup_elem(&cgroup_usage, &id);
+	if (!u)
+		return 0;
+	if (w->sockets)
+		__sync_fetch_and_add(&u->established.sockets, -1);
+	if (w->senders)
+		__sync_fetch_and_add(&u->established.senders, -1);
+	return 0;
+}
+
+static __always_inline void sock_uncount_destroyed(struct sock *sk)
+{
+	struct uncount_walk w = {};
+	struct sock_charge *sc;
+	__u16 flags;
+
+	if (!sk->sk_bpf_storage)
+		return;
+	sc = bpf_sk_storage_get(&sock_charge, sk, NULL, 0);
+	if (!sc)
+		return;
+	flags = sc->enforce.flags;
+	if (!(flags & (TCPBUF_SE_COUNTED | TCPBUF_SE_SENDER)))
+		return;
+	sc->enforce.flags = flags & ~(TCPBUF_SE_COUNTED | TCPBUF_SE_SENDER);
+	w.sc = sc;
+	w.sockets = !!(flags & TCPBUF_SE_COUNTED);
+	w.senders = !!(flags & TCPBUF_SE_SENDER);
+	bpf_loop(TCPBUF_MAX_DEPTH, uncount_level, &w, 0);
+}
+
+/*
  * What a sample at a syscall or a segment leaves charged: a footprint that
  * shrank keeps its last page. A socket in request/response traffic holds one
  * page after each send and none after each receive, so without this every
