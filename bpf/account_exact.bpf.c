@@ -43,6 +43,7 @@ int BPF_PROG(reduce_allocated, struct sock *sk, int amount)
 SEC("tp_btf/tcp_destroy_sock")
 int BPF_PROG(destroy_sock, struct sock *sk)
 {
+	sock_uncount_destroyed(sk);
 	sample_socket_to(sk, 0, SAMPLE_EXACT);
 	return 0;
 }

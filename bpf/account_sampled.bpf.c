@@ -48,6 +48,7 @@ SEC("tp_btf/tcp_destroy_sock")
 int BPF_PROG(destroy_sock, struct sock *sk)
 {
 	TIMEHIST_START();
+	sock_uncount_destroyed(sk);
 	sample_socket_to(sk, 0, SAMPLE_EXACT);
 	TIMEHIST_END(TH_DESTROY_SOCK);
 	return 0;

@@ -245,7 +245,7 @@ static __always_inline void cgroup_state_update(__u64 id, struct cgroup_usage *u
 
 /*
  * The usage entry of the cgroup at ancestors[@i] of the socket whose entry
- * is @sc, made now (@i and the socket's level give the cgroup's). Not a
+ * is @sc, made now. Not a
  * zeroed entry on the stack of every charge: only where one is made.
  */
 static __always_inline struct cgroup_usage *usage_entry_make(const struct sock_charge *sc,
@@ -253,8 +253,9 @@ static __always_inline struct cgroup_usage *usage_entry_make(const struct sock_c
 {
 	struct cgroup_usage fresh = {};
 
-	/* Read only here: level is past the entry's first line. */
-	fresh.level = sc->level - i;
+	/* Read only here: level is past the entry's first line. Only the
+	 * socket's own level is known (the daemon makes limited ones). */
+	fresh.level = i ? 0 : sc->level;
 	bpf_map_update_elem(&cgroup_usage, &id, &fresh, BPF_NOEXIST);
 	return bpf_map_lookup_elem(&cgroup_usage, &id);
 }
@@ -288,21 +289,100 @@ static __always_inline void charge_one_cgroup(const struct sock_charge *sc, __u3
 }
 
 /*
- * Read the socket's ancestry into its entry, once. levels, set with an
+ * The cgroups a socket charges: its own, then every limited ancestor below
+ * the root, however far up, nearest first (at most TCPBUF_MAX_DEPTH in all:
+ * the daemon refuses more nested limits, src/limits.c). Unlimited levels in
+ * between are not charged: their usage is their descendants', summed by
+ * the daemon (src/status.c). Read up `cgroup->self.parent` with plain loads,
+ * one level per bpf_loop() call (the verifier checks the body once, and a
+ * delegated subtree may nest without bound); whether a level is limited is
+ * its usage entry's copy of its limits, which the daemon makes before any
+ * socket can meet it (enforce.c).
+ */
+struct ancestry_list {
+	struct cgroup *cg;	/* the level looked at next */
+	__u64 ids[TCPBUF_MAX_DEPTH];
+	__u32 n;
+	__u32 overflow;		/* more limited levels than ids[] holds */
+};
+
+static long ancestry_list_level(__u64 i, void *ctx)
+{
+	struct ancestry_list *a = ctx;
+	struct cgroup *cg = a->cg;
+	struct cgroup_subsys_state *parent;
+	__u64 id;
+
+	if (!cg || cg->level <= 0)
+		return 1;
+	id = cg->kn->id;
+	if (usage_limited(bpf_map_lookup_elem(&cgroup_usage, &id))) {
+		if (a->n >= TCPBUF_MAX_DEPTH) {
+			a->overflow = 1;
+			return 1;
+		}
+		a->ids[a->n & (TCPBUF_MAX_DEPTH - 1)] = id;
+		a->n++;
+	}
+	parent = cg->self.parent;
+	a->cg = parent ? parent->cgroup : NULL;
+	return 0;
+}
+
+/* The walk above, from @cg (included) up: *@a gets the limited levels
+ * after the @n ids already in it. */
+static __always_inline void ancestry_list_limited(struct ancestry_list *a, struct cgroup *cg)
+{
+	int levels;
+
+	if (!cg || !limits_present())
+		return;
+	levels = cg->level;
+	a->cg = cg;
+	/* A bound the verifier wants; deeper than any tree a kernel lets
+	 * one make in practice (cgroup.max.depth). */
+	bpf_loop(levels < TCPBUF_WALK_LEVELS ? levels : TCPBUF_WALK_LEVELS,
+		 ancestry_list_level, a, 0);
+}
+
+/* The socket's own cgroup, then its limited ancestors (above). */
+static __always_inline void ancestry_list_of(struct ancestry_list *a, const struct sock *sk)
+{
+	struct cgroup *cg = sk_cgroup(sk);
+	struct cgroup_subsys_state *parent;
+
+	if (!cg || cg->level <= 0)
+		return;
+	a->ids[0] = cg->kn->id;
+	a->n = 1;
+	parent = cg->self.parent;
+	if (parent)
+		ancestry_list_limited(a, parent->cgroup);
+}
+
+/* The limits' generation now (tcpbuf_enforce_ctl.limits_gen). */
+static __always_inline __u32 limits_gen_now(void)
+{
+	struct tcpbuf_enforce_ctl *ctl = enforce_ctl_get();
+
+	return ctl ? ctl->limits_gen : 0;
+}
+
+/*
+ * Read the socket's ancestry into its entry, once (and again by the sweep
+ * after a change of limits, ancestry_renew.bpf.h). levels, set with an
  * atomic (a full barrier) after the ids, says they are there: it shares the
  * line a charge reads anyway. A socket of the root cgroup has no level to
  * charge (levels stays 0): cgroup_id, set last the same way, says its entry
  * was read too, so it is not read again at every charge. Two CPUs filling
- * the same entry write the same values. Plain loads: every program here
- * hands us the socket as a BTF pointer, and a probe read costs a helper call
- * and a fault-checked copy each, four per level. The parent is reached
- * through the parent css's own cgroup pointer, which the verifier can type
- * (it will not take a css pointer for the struct cgroup that starts with it).
+ * the same entry write the same values. ancestry_gen, read before the walk,
+ * says which limits the list was made under.
  */
 static __always_inline void sock_ancestry_fill(struct sock_charge *sc, const struct sock *sk)
 {
+	struct ancestry_list a = {};
 	struct cgroup *cg = sk_cgroup(sk);
-	struct cgroup_subsys_state *parent;
+	__u32 gen = limits_gen_now();
 	__u64 own;
 	int i;
 
@@ -310,19 +390,12 @@ static __always_inline void sock_ancestry_fill(struct sock_charge *sc, const str
 		return;
 	own = cg->kn->id;
 	sc->level = cg->level;
-	for (i = 0; i < TCPBUF_MAX_DEPTH; i++) {
-		if (cg->level <= 0)
-			break;
-		sc->ancestors[i] = cg->kn->id;
-		parent = cg->self.parent;
-		if (!parent)
-			break;
-		cg = parent->cgroup;
-		if (!cg)
-			break;
-	}
-	if (i)
-		__sync_val_compare_and_swap(&sc->levels, 0, i);
+	ancestry_list_of(&a, sk);
+	sc->ancestry_gen = gen;
+	for (i = 0; i < TCPBUF_MAX_DEPTH; i++)
+		sc->ancestors[i] = a.ids[i];
+	if (a.n)
+		__sync_val_compare_and_swap(&sc->levels, 0, a.n);
 	__sync_val_compare_and_swap(&sc->cgroup_id, 0, own);
 }
 
@@ -412,6 +485,58 @@ static __always_inline void charge_socket(struct sock *sk, __s64 pages)
 		return;
 	before = __sync_fetch_and_add(&sc->charged_pages, (__s32)pages);
 	charge_apply(sc, before, pages);
+}
+
+/*
+ * A socket still counted among its subtree's established sockets when it is
+ * destroyed is counted out here. The close callback does it where the
+ * socket has one; before 6.11 a socket the sweep counted (one that predates
+ * the limits) cannot be given that callback, and stayed counted for good.
+ * Only the counts: near or far is decided anew by the next count.
+ */
+struct uncount_walk {
+	const struct sock_charge *sc;
+	__s64 sockets, senders;
+};
+
+static long uncount_level(__u64 i, void *ctx)
+{
+	struct uncount_walk *w = ctx;
+	struct cgroup_usage *u;
+	__u64 id;
+
+	if (i >= TCPBUF_MAX_DEPTH || i >= w->sc->levels)
+		return 1;
+	id = w->sc->ancestors[i & (TCPBUF_MAX_DEPTH - 1)];
+	u = bpf_map_lookup_elem(&cgroup_usage, &id);
+	if (!u)
+		return 0;
+	if (w->sockets)
+		__sync_fetch_and_add(&u->established.sockets, -1);
+	if (w->senders)
+		__sync_fetch_and_add(&u->established.senders, -1);
+	return 0;
+}
+
+static __always_inline void sock_uncount_destroyed(struct sock *sk)
+{
+	struct uncount_walk w = {};
+	struct sock_charge *sc;
+	__u16 flags;
+
+	if (!sk->sk_bpf_storage)
+		return;
+	sc = bpf_sk_storage_get(&sock_charge, sk, NULL, 0);
+	if (!sc)
+		return;
+	flags = sc->enforce.flags;
+	if (!(flags & (TCPBUF_SE_COUNTED | TCPBUF_SE_SENDER)))
+		return;
+	sc->enforce.flags = flags & ~(TCPBUF_SE_COUNTED | TCPBUF_SE_SENDER);
+	w.sc = sc;
+	w.sockets = !!(flags & TCPBUF_SE_COUNTED);
+	w.senders = !!(flags & TCPBUF_SE_SENDER);
+	bpf_loop(TCPBUF_MAX_DEPTH, uncount_level, &w, 0);
 }
 
 /*

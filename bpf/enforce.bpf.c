@@ -18,6 +18,7 @@
  * segment, checked at ingress. The others are counted and left alone.
  */
 #include "enforce_policy.bpf.h"
+#include "ancestry_renew.bpf.h"
 #include "timehist.bpf.h"
 #include "netns.bpf.h"
 #include <bpf/bpf_tracing.h>
@@ -627,6 +628,9 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 	/* A socket tcpbufd never sized has no limited ancestor, unless limits
 	 * just changed: skip it cheaply (hosts hold 100,000s of sockets). */
 	sc = sock_charge_get(sk, false);
+	/* After a change of limits: the cgroups it charges, first. */
+	if (sc && sweep_all)
+		ancestry_renew(sk, sc);
 	if ((!sc || !sc->enforce.flags) && (!sweep_all || !ancestry_has_limits(sk, sc)))
 		return 0;
 	if (!sc)

@@ -308,32 +308,15 @@ static long find_walk_level(__u64 i, void *ctx)
 
 /*
  * Whether some ancestor of a socket without an entry has limits (at its
- * establishment; the sweep's look at a socket it never sized): plain loads
- * up from its cgroup, as sock_ancestry_fill() reads them. Not probe reads,
- * a helper call each and four a level: every connection of a limited
- * cgroup's neighbours pays for this walk.
+ * establishment; the sweep's look at a socket it never sized), at any depth:
+ * the walk that makes an entry's list (charge.bpf.h), from its own cgroup.
  */
 static __always_inline bool sock_limited_ancestor(const struct sock *sk)
 {
-	struct cgroup *cg = sk_cgroup(sk);
-	struct cgroup_subsys_state *parent;
-	__u64 id;
-	int i;
+	struct ancestry_list a = {};
 
-	if (!limits_present())
-		return false;
-	for (i = 0; i < TCPBUF_MAX_DEPTH; i++) {
-		if (!cg || cg->level <= 0)
-			return false;
-		id = cg->kn->id;
-		if (usage_limited(bpf_map_lookup_elem(&cgroup_usage, &id)))
-			return true;
-		parent = cg->self.parent;
-		if (!parent)
-			return false;
-		cg = parent->cgroup;
-	}
-	return false;
+	ancestry_list_limited(&a, sk_cgroup(sk));
+	return a.n > 0;
 }
 
 /* Whether some ancestor of the socket has limits, near or far; cheaper to

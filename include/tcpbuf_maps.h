@@ -12,19 +12,22 @@
 #include <linux/types.h>
 #endif
 
-#define TCPBUF_LAYOUT_VERSION	12
+#define TCPBUF_LAYOUT_VERSION	13
 
 /*
- * A socket charges its own cgroup and its nearest ancestors below the root,
- * this many in all: limits further up do not see it (the daemon says so,
- * src/limits.c). Eight, not sixteen, so that struct sock_charge is at most
- * 120 bytes: its storage element (64 bytes of header, 8 of map pointer and
- * the value) and the socket's storage struct are then both 192-byte
- * objects, from one slab page most of the time, and a lookup first touching
- * them in its kernel entry pays for one page, not two (enforce_sockops in
- * (3) TCP_STREAM 69-97 ns against 86-124, docs/PERFORMANCE.md).
+ * A socket charges its own cgroup and its limited ancestors, however far
+ * up, this many cgroups in all (so at most TCPBUF_MAX_NESTED_LIMITS limits
+ * nested on one path: set-limit and reload refuse more, src/limits.c).
+ * Eight, so that struct sock_charge is at most 120 bytes: its storage
+ * element (64 bytes of header, 8 of map pointer and the value) and the
+ * socket's storage struct are then both 192-byte objects, from one slab
+ * page most of the time, and a lookup first touching them in its kernel
+ * entry pays for one page, not two (docs/PERFORMANCE.md).
  */
 #define TCPBUF_MAX_DEPTH	8
+#define TCPBUF_MAX_NESTED_LIMITS	(TCPBUF_MAX_DEPTH - 1)
+/* How far up a walk for limited ancestors looks (bpf_loop() bound). */
+#define TCPBUF_WALK_LEVELS	4096
 #define TCPBUF_MAX_CGROUPS	65536
 
 enum tcpbuf_mode {
@@ -68,8 +71,9 @@ struct cgroup_sockets {
 
 /*
  * Map "cgroup_usage", key: cgroup id (__u64, the inode of the cgroup v2 directory).
- * Hierarchical, as memcg: a socket's pages are charged to its cgroup and every
- * ancestor below the root.
+ * A socket's pages are charged to its own cgroup and to every limited
+ * ancestor: a limited cgroup's usage is its whole subtree's, an unlimited
+ * one's only its own sockets' (the daemon adds its descendants', status.c).
  */
 struct cgroup_usage {
 	/* What every charge reads or writes comes first, in 56 bytes, so it
@@ -172,16 +176,17 @@ struct sock_charge {
 	 */
 	struct sock_enforce enforce;
 	/*
-	 * The cgroups every charge of this socket goes to, its own first, read
-	 * once when the entry is created: a socket's cgroup is fixed at its
-	 * creation, and walking the ancestry through probe reads at every
-	 * charge cost more than the rest of the charge.
+	 * The cgroups every charge of this socket goes to: its own first,
+	 * then its limited ancestors, nearest first (charge.bpf.h), read when
+	 * the entry is created and again by the sweep after limits change: a
+	 * socket's cgroup is fixed at its creation, and walking the ancestry
+	 * at every charge cost more than the rest of the charge.
 	 */
 	__u32 levels;		/* entries in ancestors[] */
 	union sock_limited_levels limited;
 	__u64 ancestors[TCPBUF_MAX_DEPTH];
 	__u32 level;		/* level of the socket's own cgroup (ancestors[0]) */
-	__u32 pad;
+	__u32 ancestry_gen;	/* tcpbuf_enforce_ctl.limits_gen when ancestors[] was read */
 	/* The cgroup charged (the socket's own), written last: once it is
 	 * set, so is the rest (levels 0: a socket of the root cgroup). */
 	__u64 cgroup_id;

@@ -347,7 +347,6 @@ int cgroup_tree_scan(struct cgroup_tree *t, int (*on_dir)(void *ctx, const char 
 
 		if (old && !strcmp(old->path, fresh.entries[i]->path)) {
 			fresh.entries[i]->limited = old->limited;
-			fresh.entries[i]->beyond_reach_said = old->beyond_reach_said;
 		}
 	}
 	cgroup_tree_free(t);

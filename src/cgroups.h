@@ -16,7 +16,6 @@
 struct cgroup_entry {
 	uint64_t id;
 	bool limited;		/* limits.c: the cgroup has limits in the map */
-	bool beyond_reach_said;	/* limits.c: a limited ancestor out of its sockets' reach, logged */
 	unsigned char limit_source;	/* limits.c: enum limit_source of its limits */
 	char path[];		/* relative to the mount, "/" for the root */
 };

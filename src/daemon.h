@@ -44,6 +44,10 @@ const char *daemon_scope(const struct daemon *d);	/* cgroup subtree for cgroup p
 
 /* Write the limits of every existing cgroup into the limits map. */
 int limits_apply(struct daemon *d);
+/* Whether @cfg's limits fit in what a socket charges (limits.c): 0, or -errno
+ * with one line in @err. */
+int limits_nesting_check(const struct daemon *d, const struct config *cfg, char *err,
+			 size_t errlen);
 /* Give the new cgroups @ids (parents first) their limits. */
 int limits_add(struct daemon *d, const uint64_t *ids, size_t n);
 /* @e is gone: its limits and ingress refusal go too. */

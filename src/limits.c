@@ -37,8 +37,10 @@ static bool runtime_rule(const struct daemon *d, const struct cgroup_entry *e,
 	return true;
 }
 
-/* The limits a cgroup should have now, and where they come from; false when it has none. */
-static bool limits_for(const struct daemon *d, struct cgroup_entry *e, struct cgroup_limits *l)
+/* The limits a cgroup should have under @cfg, and where they come from; false when it has
+ * none. */
+static bool limits_for_cfg(const struct daemon *d, const struct config *cfg,
+			   struct cgroup_entry *e, struct cgroup_limits *l)
 {
 	const char *path = e->path;
 	const struct cgroup_rule *rule = NULL;
@@ -50,12 +52,12 @@ static bool limits_for(const struct daemon *d, struct cgroup_entry *e, struct cg
 	if (runtime_rule(d, e, &fallback)) {
 		rule = &fallback;
 		e->limit_source = LIMIT_SOURCE_RUNTIME;
-	} else if ((rule = config_match(&d->cfg, path))) {
+	} else if ((rule = config_match(cfg, path))) {
 		e->limit_source = LIMIT_SOURCE_CONFIG;
 	} else {
-		if (!d->cfg.default_limit_pages || !strcmp(path, "/"))
+		if (!cfg->default_limit_pages || !strcmp(path, "/"))
 			return false;
-		fallback.limit_pages = d->cfg.default_limit_pages;
+		fallback.limit_pages = cfg->default_limit_pages;
 		rule = &fallback;
 		e->limit_source = LIMIT_SOURCE_DEFAULT;
 	}
@@ -72,6 +74,11 @@ static bool limits_for(const struct daemon *d, struct cgroup_entry *e, struct cg
 		l->max_pages = t->max_pages;
 	}
 	return true;
+}
+
+static bool limits_for(const struct daemon *d, struct cgroup_entry *e, struct cgroup_limits *l)
+{
+	return limits_for_cfg(d, &d->cfg, e, l);
 }
 
 /* Whether a cgroup above @path has limits: a look-up per level, not a scan. */
@@ -92,37 +99,90 @@ static bool has_limited_ancestor(const struct cgroup_tree *t, const char *path)
 	return false;
 }
 
-/*
- * A socket charges only its cgroup's TCPBUF_MAX_DEPTH nearest levels
- * (include/tcpbuf_maps.h): say so, once per cgroup, where a limited one is
- * further up than that, since its limits do not see those sockets.
- */
-static void beyond_reach_check(struct daemon *d)
+static int entry_index_cmp(const void *key, const void *elem)
 {
-	char top[PATH_MAX];
-	const struct cgroup_entry *a;
+	uint64_t id = *(const uint64_t *)key;
+	const struct cgroup_entry *e = *(const struct cgroup_entry *const *)elem;
 
-	for (size_t i = 0; i < d->tree.n; i++) {
-		struct cgroup_entry *e = d->tree.entries[i];
-		int depth = (int)cgroup_path_level(e->path), keep;
-		char *p;
+	return id < e->id ? -1 : id > e->id;
+}
 
-		if (depth <= TCPBUF_MAX_DEPTH || e->beyond_reach_said)
-			continue;
-		/* The nearest level out of reach, then every one above it. */
-		keep = depth - TCPBUF_MAX_DEPTH;
-		snprintf(top, sizeof(top), "%s", e->path);
-		for (p = top; *p && keep; p++)
-			if (p[1] == '/' && !--keep)
-				p[1] = '\0';
-		a = cgroup_tree_find_path(&d->tree, top);
-		if (!(a && a->limited) && !has_limited_ancestor(&d->tree, top))
-			continue;
-		log_warn("%s: %d levels below the root; limits of %s and above do not see its "
-			 "sockets (tcpbufd charges a socket's %d nearest cgroups)", e->path, depth,
-			 top, TCPBUF_MAX_DEPTH);
-		e->beyond_reach_said = true;
+/* Whether the cgroup at @path has limits under @want (by the tree's order). */
+static bool want_at(const struct cgroup_tree *t, const bool *want, const char *path)
+{
+	const struct cgroup_entry *e = cgroup_tree_find_path(t, path);
+	struct cgroup_entry *const *at;
+
+	if (!e)
+		return false;
+	at = bsearch(&e->id, t->entries, t->n, sizeof(*t->entries), entry_index_cmp);
+	return at && want[at - t->entries];
+}
+
+/*
+ * A socket charges its own cgroup and its limited ancestors, at most
+ * TCPBUF_MAX_DEPTH (include/tcpbuf_maps.h): refuse @cfg if it nests more
+ * than TCPBUF_MAX_NESTED_LIMITS limits on one path, naming the deepest
+ * cgroup first found, rather than leave a limit that some sockets escape.
+ */
+int limits_nesting_check(const struct daemon *d, const struct config *cfg, char *err,
+			 size_t errlen)
+{
+	const struct cgroup_tree *t = &d->tree;
+	struct cgroup_limits l;
+	char up[PATH_MAX];
+	bool *want;
+	int r = 0;
+
+	want = calloc(t->n ? t->n : 1, sizeof(*want));
+	if (!want)
+		return -ENOMEM;
+	for (size_t i = 0; i < t->n; i++) {
+		struct cgroup_entry *e = t->entries[i];
+		unsigned char source = e->limit_source;	/* a check changes nothing */
+
+		want[i] = limits_for_cfg(d, cfg, e, &l);
+		e->limit_source = source;
 	}
+	for (size_t i = 0; i < t->n && !r; i++) {
+		const char *path = t->entries[i]->path;
+		unsigned nested = 1;
+		char *slash;
+
+		if (!want[i] || snprintf(up, sizeof(up), "%s", path) >= (int)sizeof(up))
+			continue;
+		while (strcmp(up, "/") && (slash = strrchr(up, '/'))) {
+			slash[slash == up] = '\0';
+			nested += want_at(t, want, up);
+		}
+		if (nested > TCPBUF_MAX_NESTED_LIMITS) {
+			snprintf(err, errlen, "%s: %u nested limits on its path, at most %d "
+				 "(a socket charges its own cgroup and %d limited ancestors)", path,
+				 nested, TCPBUF_MAX_NESTED_LIMITS, TCPBUF_MAX_DEPTH - 1);
+			r = -EMLINK;
+		}
+	}
+	free(want);
+	return r;
+}
+
+/* The limited cgroups above @path, by the tree's flags. */
+static unsigned limited_ancestors(const struct cgroup_tree *t, const char *path)
+{
+	char up[PATH_MAX];
+	unsigned n = 0;
+	char *slash;
+
+	if (snprintf(up, sizeof(up), "%s", path) >= (int)sizeof(up))
+		return 0;
+	while (strcmp(up, "/") && (slash = strrchr(up, '/'))) {
+		const struct cgroup_entry *e;
+
+		slash[slash == up] = '\0';
+		e = cgroup_tree_find_path(t, up);
+		n += e && e->limited;
+	}
+	return n;
 }
 
 /* Write @want for @e unless the map holds it already. */
@@ -153,6 +213,14 @@ int limits_apply(struct daemon *d)
 	__u64 key, next, *prev = NULL;
 	size_t i;
 
+	char why[512];
+
+	/* Refused before anything is written (daemon_reload() checks first). */
+	r = limits_nesting_check(d, &d->cfg, why, sizeof(why));
+	if (r) {
+		log_err("limits not applied: %s", why);
+		return r;
+	}
 	limited_cgs = calloc(d->tree.n ? d->tree.n : 1, sizeof(*limited_cgs));
 	if (!limited_cgs)
 		return -ENOMEM;
@@ -172,8 +240,6 @@ int limits_apply(struct daemon *d)
 	/* Every cgroup's flag is set: now which are below another limited one. */
 	for (i = 0; i < limited; i++)
 		limited_cgs[i].covered = has_limited_ancestor(&d->tree, limited_cgs[i].path);
-	if (limited)
-		beyond_reach_check(d);
 	/* Drop limits of cgroups that are gone or no longer match any rule. */
 	for (; !bpf_map_get_next_key(fd, prev, &next);) {
 		const struct cgroup_entry *e = cgroup_tree_find(&d->tree, next);
@@ -214,6 +280,11 @@ int limits_add(struct daemon *d, const uint64_t *ids, size_t n)
 
 		if (!e || e->limited || !limits_for(d, e, &want))
 			continue;
+		if (limited_ancestors(&d->tree, e->path) + 1 > TCPBUF_MAX_NESTED_LIMITS) {
+			log_err("%s: not limited: %u nested limits on its path, at most %d", e->path,
+				limited_ancestors(&d->tree, e->path) + 1, TCPBUF_MAX_NESTED_LIMITS);
+			continue;
+		}
 		r = limits_write(fd, e, &want);
 		if (r)
 			break;

@@ -8,6 +8,7 @@
 #include "memevents.h"
 #include "size.h"
 #include "status.h"
+#include "subtree.h"
 
 #define PAGE_BYTES 4096ULL
 
@@ -53,15 +54,6 @@ static int row_id_cmp(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-static int row_cmp(const void *a, const void *b)
-{
-	const struct status_row *x = a, *y = b;
-
-	if (!x->path || !y->path)
-		return !x->path - !y->path;
-	return strcmp(x->path, y->path);
-}
-
 int status_collect(int usage_fd, int limits_fd, const struct cgroup_tree *tree,
 		   struct status_rows *out)
 {
@@ -102,7 +94,9 @@ int status_collect(int usage_fd, int limits_fd, const struct cgroup_tree *tree,
 		r.rows[i].sock_throttled = r.rows[i].path && r.rows[i].has_limits &&
 			!memory_events_read(tree->mount, r.rows[i].path, "sock_throttled", &v) ? (int64_t)v : -1;
 	}
-	qsort(r.rows, r.n, sizeof(*r.rows), row_cmp);
+	/* A cgroup's usage is its subtree's (subtree.h). */
+	if (subtree_rows_add(&r, tree) || subtree_usage_sum(&r))
+		goto nomem;
 	*out = r;
 	return 0;
 nomem:

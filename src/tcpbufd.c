@@ -87,6 +87,8 @@ int daemon_reload(struct daemon *d, char *err, size_t errlen)
 	}
 	notify_reloading();
 	r = load_config(d, &next, err, errlen);
+	if (!r && (r = limits_nesting_check(d, &next, err, errlen)))
+		config_free(&next);
 	if (r) {
 		log_err("reload refused, running configuration kept: %s", err);
 		notify_reloaded(tcpbuf_mode_name(loader_mode(d->bpf)), d->limited_cgroups, err);

@@ -73,6 +73,7 @@ TEST_SRCS_container_name := src/container_name.c
 TEST_LDLIBS_dashboard := -ljson-c
 TEST_SRCS_top_model := src/top_model.c src/host_tcp_mem.c
 TEST_LDLIBS_top_model := -ljson-c
+TEST_SRCS_subtree := src/subtree.c src/cgroups.c
 TEST_SRCS_cgroups := src/cgroups.c
 TEST_SRCS_request := src/request.c src/size.c
 TEST_SRCS_oci_limits := src/oci_limits.c src/size.c
