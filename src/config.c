@@ -394,6 +394,7 @@ static const struct key daemon_keys[] = {
 	{ "SocketMode",		"0600",				set_socket_mode, CFG(socket_mode) },
 	{ "SocketGroup",	"",				set_group,	 CFG(socket_group) },
 	{ "BypassProtMem",	"no",				set_yes_no,	 CFG(bypass_prot_mem) },
+	{ "AdminGroup",		"",				set_group,	 CFG(admin_group) },
 	{ NULL, NULL, NULL, 0 },
 };
 
@@ -936,6 +937,7 @@ void config_free(struct config *c)
 	free(c->scope);
 	free(c->mode);
 	free(c->socket_group);
+	free(c->admin_group);
 	free(c->main_file);
 	for (size_t i = 0; i < c->n_rules; i++) {
 		free(c->rules[i].pattern);

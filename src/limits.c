@@ -13,14 +13,47 @@
 #include "daemon.h"
 #include "log.h"
 
-static const struct thresholds_entry *thresholds_find(const struct daemon *d, const char *path)
+/* Thresholds belong to the cgroup they were set for, not to its path. */
+static const struct thresholds_entry *thresholds_find(const struct daemon *d,
+						      const struct cgroup_entry *e)
 {
 	size_t i;
 
 	for (i = 0; i < d->n_thresholds; i++)
-		if (!strcmp(d->thresholds[i].path, path))
+		if (d->thresholds[i].id == e->id && !strcmp(d->thresholds[i].path, e->path))
 			return &d->thresholds[i];
 	return NULL;
+}
+
+/*
+ * Keep only the thresholds whose cgroup still exists (@gone: that one is
+ * removed), adopting the id of an older file's entry, and save if that
+ * changed anything.
+ */
+static void thresholds_prune(struct daemon *d, const struct cgroup_entry *gone)
+{
+	char err[256];
+	size_t i, kept = 0;
+	bool changed = false;
+
+	for (i = 0; i < d->n_thresholds; i++) {
+		struct thresholds_entry *t = &d->thresholds[i];
+		const struct cgroup_entry *e = gone ? NULL : cgroup_tree_find_path(&d->tree, t->path);
+
+		if (gone ? t->id == gone->id : !e || (t->id && t->id != e->id)) {
+			log_info("%s: thresholds forgotten with the cgroup they were set for", t->path);
+			changed = true;
+			continue;
+		}
+		if (!gone && !t->id) {
+			t->id = e->id;
+			changed = true;
+		}
+		d->thresholds[kept++] = *t;
+	}
+	d->n_thresholds = kept;
+	if (changed && thresholds_save(d->cfg.state_dir, d->thresholds, kept, err, sizeof(err)))
+		log_warn("%s", err);
 }
 
 /* A runtime limit as a rule: the container's spec is more specific than the config. */
@@ -65,7 +98,7 @@ static bool limits_for(const struct daemon *d, struct cgroup_entry *e, struct cg
 	l->min_pages = min;
 	l->pressure_pages = pressure;
 	l->max_pages = max;
-	t = thresholds_find(d, path);
+	t = thresholds_find(d, e);
 	if (t && t->max_pages <= l->limit_pages) {
 		l->min_pages = t->min_pages;
 		l->pressure_pages = t->pressure_pages;
@@ -153,6 +186,7 @@ int limits_apply(struct daemon *d)
 	__u64 key, next, *prev = NULL;
 	size_t i;
 
+	thresholds_prune(d, NULL);
 	limited_cgs = calloc(d->tree.n ? d->tree.n : 1, sizeof(*limited_cgs));
 	if (!limited_cgs)
 		return -ENOMEM;
@@ -273,6 +307,7 @@ void limits_forget(struct daemon *d, const struct cgroup_entry *e)
 	int fd = loader_limits_fd(d->bpf), r;
 
 	runtime_limit_forget(d, e);
+	thresholds_prune(d, e);
 	if (!e->limited)
 		return;
 	if (bpf_map_delete_elem(fd, &e->id) && errno != ENOENT)

@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
+#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +25,7 @@
 #include "log.h"
 #include "netns.h"
 #include "notify.h"
+#include "peer_facts.h"
 #include "status.h"
 
 #define DEFAULT_CONFIG "/etc/tcpbufd.conf"
@@ -70,9 +72,35 @@ const char *daemon_socket_path(const struct daemon *d)
 	return d->socket_arg ? d->socket_arg : d->cfg.socket_path;
 }
 
+/* AdminGroup= names a group of this host: a name or a number. */
+static int resolve_admin_group(struct config *c, char *err, size_t errlen)
+{
+	struct group *g;
+	char *end;
+
+	c->admin_gid = (gid_t)-1;
+	if (!c->admin_group)
+		return 0;
+	g = getgrnam(c->admin_group);
+	if (g) {
+		c->admin_gid = g->gr_gid;
+		return 0;
+	}
+	errno = 0;
+	c->admin_gid = strtoul(c->admin_group, &end, 10);
+	if (!errno && *end == '\0' && end != c->admin_group)
+		return 0;
+	snprintf(err, errlen, "%s: AdminGroup=%s: no such group", c->main_file, c->admin_group);
+	return -ENOENT;
+}
+
 static int load_config(struct daemon *d, struct config *out, char *err, size_t errlen)
 {
-	return config_load(d->config_path, d->config_is_default, out, err, errlen);
+	int r = config_load(d->config_path, d->config_is_default, out, err, errlen);
+
+	if (!r && (r = resolve_admin_group(out, err, errlen)))
+		config_free(out);
+	return r;
 }
 
 int daemon_reload(struct daemon *d, char *err, size_t errlen)
@@ -94,6 +122,7 @@ int daemon_reload(struct daemon *d, char *err, size_t errlen)
 	}
 	config_free(&d->cfg);
 	d->cfg = next;
+	peer_facts_admin_group(d->cfg.admin_gid);
 	r = daemon_resync(d);
 	if (!r)
 		r = bypass_apply(daemon_pin_path(d), d->tree.mount, daemon_scope(d), d->cfg.bypass_prot_mem);
@@ -541,6 +570,10 @@ int main(int argc, char **argv)
 	if (!r)
 		r = bypass_apply(daemon_pin_path(&d), d.tree.mount, daemon_scope(&d), d.cfg.bypass_prot_mem);
 	if (!r) {
+		r = peer_facts_init(d.tree.mount);
+		peer_facts_admin_group(d.cfg.admin_gid);
+	}
+	if (!r) {
 		d.ctl_fd = control_listen(daemon_socket_path(&d), d.cfg.socket_mode, d.cfg.socket_group);
 		if (d.ctl_fd < 0) {
 			r = d.ctl_fd;
@@ -558,6 +591,7 @@ int main(int argc, char **argv)
 	/* Before config_free(): the pin path may live in the configuration. */
 	if (d.bpf)
 		log_info("stopped; programs and maps stay pinned at %s", daemon_pin_path(&d));
+	peer_facts_close();
 	enforce_close(d.enforce);
 	bypass_close();
 	loader_close(d.bpf);

@@ -750,9 +750,9 @@ static void test_thresholds_file(void)
 	char dir[] = "/tmp/test_thresholds.XXXXXX", state[256], path[PATH_MAX];
 	char err[512];
 	struct thresholds_entry in[3] = {
-		{ "/demo/a", 1, 2, 3 },
-		{ "/with space/x", 10, 20, 30 },
-		{ "/", 5, 5, 5 },
+		{ "/demo/a", 1, 2, 3, 4242 },
+		{ "/with space/x", 10, 20, 30, 0 },
+		{ "/", 5, 5, 5, 1 },
 	};
 	struct thresholds_entry *out = NULL;
 	size_t n = 99;
@@ -782,6 +782,7 @@ static void test_thresholds_file(void)
 			EXPECT_U64("thresholds min", in[i].min_pages, out[i].min_pages);
 			EXPECT_U64("thresholds pressure", in[i].pressure_pages, out[i].pressure_pages);
 			EXPECT_U64("thresholds max", in[i].max_pages, out[i].max_pages);
+			EXPECT_U64("thresholds id", in[i].id, out[i].id);
 		}
 	}
 	free(out);
