@@ -27,9 +27,13 @@ static struct {
 	gid_t admin_gid;
 } pf = { .admin_gid = (gid_t)-1 };
 
+/* Signal 0 tells a living process (or its zombie) from a reaped one; EPERM
+ * (no CAP_KILL for another uid's process) comes only after the process is found. */
 static int pidfd_alive(int pidfd)
 {
-	return syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) ? -errno : 0;
+	if (!syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0) || errno == EPERM)
+		return 0;
+	return -errno;
 }
 
 static int facts_from_iter(int pidfd, struct peer_facts *f)
@@ -218,6 +222,8 @@ int peer_identify(int fd, struct peer *p)
 	}
 	p->facts_err = facts_of(pidfd, p->pid, &p->facts);
 	close(pidfd);
+	if (p->facts_err)
+		log_debug("control socket: pid %d: no facts: %s", p->pid, strerror(-p->facts_err));
 	if (!p->facts_err)
 		p->admin = peer_admin_rule(&p->facts, &pf.self, p->uid, p->gid, p->groups,
 					   p->n_groups, pf.admin_gid);
