@@ -9,9 +9,42 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <bpf/bpf.h>
 #include "daemon.h"
 #include "log.h"
+
+/*
+ * Lines about one cgroup's limits: at most CGROUP_LINES_PER_SEC a second, the
+ * rest counted and summed up by the next line after the second is over, so a
+ * tenant that makes and removes cgroups under a glob in a loop cannot flood
+ * the log.
+ */
+#define CGROUP_LINES_PER_SEC 5
+
+static bool cgroup_line_ok(void)
+{
+	static uint64_t window_ms;
+	static unsigned said, held;
+	struct timespec ts;
+	uint64_t now;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	if (now >= window_ms + 1000) {
+		if (held)
+			log_info("%u more lines about single cgroups' limits not logged in the "
+				 "last %llu ms", held, (unsigned long long)(now - window_ms));
+		window_ms = now;
+		said = held = 0;
+	}
+	if (said < CGROUP_LINES_PER_SEC) {
+		said++;
+		return true;
+	}
+	held++;
+	return false;
+}
 
 /* Thresholds belong to the cgroup they were set for, not to its path. */
 static const struct thresholds_entry *thresholds_find(const struct daemon *d,
@@ -41,7 +74,8 @@ static void thresholds_prune(struct daemon *d, const struct cgroup_entry *gone)
 		const struct cgroup_entry *e = gone ? NULL : cgroup_tree_find_path(&d->tree, t->path);
 
 		if (gone ? t->id == gone->id : !e || (t->id && t->id != e->id)) {
-			log_info("%s: thresholds forgotten with the cgroup they were set for", t->path);
+			if (cgroup_line_ok())
+				log_info("%s: thresholds forgotten with the cgroup they were set for", t->path);
 			changed = true;
 			continue;
 		}
@@ -171,7 +205,8 @@ static int limits_write(int fd, const struct cgroup_entry *e, const struct cgrou
 		log_err("%s: cannot set limits: %s", e->path, strerror(-err));
 		return err;
 	}
-	log_info("%s: limit %llu pages (min %llu, pressure %llu, max %llu)", e->path,
+	if (cgroup_line_ok())
+		log_info("%s: limit %llu pages (min %llu, pressure %llu, max %llu)", e->path,
 		 (unsigned long long)want->limit_pages, (unsigned long long)want->min_pages,
 		 (unsigned long long)want->pressure_pages, (unsigned long long)want->max_pages);
 	return 0;
@@ -214,7 +249,7 @@ int limits_apply(struct daemon *d)
 
 		if (!e || !e->limited) {
 			bpf_map_delete_elem(fd, &next);
-			if (e)
+			if (e && cgroup_line_ok())
 				log_info("%s: limits removed", e->path);
 			continue; /* restart from the same predecessor */
 		}
