@@ -197,6 +197,36 @@ const char *peer_facts_why(int err)
 	}
 }
 
+/*
+ * Before 6.5 nothing names the process that connected: the pid, read at
+ * accept, may already be another's. Only the administrator is served then
+ * (a host process with CAP_NET_ADMIN at that pid), so the race can make no
+ * tenant more than it was; tenants are refused.
+ */
+static int identify_by_pid(struct peer *p)
+{
+	static bool said;
+	int pidfd = syscall(SYS_pidfd_open, p->pid, 0);
+
+	if (!said) {
+		log_warn("peer identity: this kernel has no SO_PEERPIDFD (Linux 6.5): only the "
+			 "administrator is served, identified by its pid at accept");
+		said = true;
+	}
+	if (pidfd < 0) {
+		p->facts_err = -errno;
+		return 0;
+	}
+	p->facts_err = facts_of(pidfd, p->pid, &p->facts);
+	close(pidfd);
+	if (!p->facts_err)
+		p->admin = peer_admin_rule(&p->facts, &pf.self, p->uid, p->gid, p->groups,
+					   p->n_groups, pf.admin_gid);
+	if (!p->admin)
+		p->facts_err = -ENOPROTOOPT;
+	return 0;
+}
+
 int peer_identify(int fd, struct peer *p)
 {
 	struct ucred cred;
@@ -217,8 +247,11 @@ int peer_identify(int fd, struct peer *p)
 	}
 	len = sizeof(pidfd);
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len)) {
-		p->facts_err = errno == ENOPROTOOPT || errno == EINVAL ? -ENOPROTOOPT : -errno;
-		return 0;
+		if (errno != ENOPROTOOPT && errno != EINVAL) {
+			p->facts_err = -errno;
+			return 0;
+		}
+		return identify_by_pid(p);
 	}
 	p->facts_err = facts_of(pidfd, p->pid, &p->facts);
 	close(pidfd);

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #define CHURN_SEC 4
+#define CHURNERS 2
 
 static int log_lines(void)
 {
@@ -55,7 +56,7 @@ int main(void)
 	int lines0, lines1, made = 0;
 	int64_t limit = 0;
 	FILE *f;
-	pid_t pid;
+	pid_t pid, pids[CHURNERS];
 
 	test_init();
 	churn = cg_create("churn");
@@ -72,20 +73,23 @@ int main(void)
 	lines0 = log_lines();
 	cpu0 = daemon_cpu_sec();
 	t0 = now_sec();
+	for (int c = 0; c < CHURNERS; c++) {
 	pid = test_fork(1);
 	if (pid == 0) {
 		double end = now_sec() + CHURN_SEC;
 		int i = 0;
 
 		while (now_sec() < end) {
-			snprintf(dir, sizeof(dir), "%s/c%d", churn, i++ % 16);
+			snprintf(dir, sizeof(dir), "%s/c%d-%d", churn, c, i++ % 16);
 			if (!mkdir(dir, 0755))
 				rmdir(dir);
 		}
-		printf("%d\n", i);
 		_exit(0);
 	}
-	test_reap(pid);
+	pids[c] = pid;
+	}
+	for (int c = 0; c < CHURNERS; c++)
+		test_reap(pids[c]);
 	{
 		char *tail = file_read(daemon_log_path());
 
