@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * A tenant cannot starve the administrator. 96 tenant clients (each its own
+ * A tenant cannot starve the administrator. 64 tenant clients (each its own
  * uid, in cgroup t) keep trying to hold a connection slot: connect, send
- * nothing, reconnect when cut off or refused; two more flood complete
+ * nothing, reconnect when cut off or refused; one more floods complete
  * status requests as one tenant. Meanwhile every administrator request is
  * answered within a second (the daemon used to serve 32 connections in all,
  * so the administrator waited in the backlog behind tenants, ~1 s per 32).
@@ -21,8 +21,8 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#define HOLDERS		96
-#define FLOODERS	2
+#define HOLDERS		64
+#define FLOODERS	1
 #define ADMIN_ASKS	10
 
 static const char *t, *parent;
@@ -61,7 +61,7 @@ static void holder(uid_t uid)
 			continue;
 		}
 		if (read(fd, buf, sizeof(buf)) > 0 && strstr(buf, "busy"))
-			msleep(50); /* refused at once: try again a little later */
+			msleep(250); /* refused at once: try again a little later */
 		close(fd);
 	}
 }
@@ -86,7 +86,7 @@ static void flooder(void)
 				;
 		}
 		close(fd);
-		msleep(2);
+		msleep(5);
 	}
 }
 
