@@ -330,6 +330,8 @@ int main(int argc, char **argv)
 	test_init();
 	if (geteuid() != 0)
 		SKIP("needs root for namespaces");
+	if (!kernel_has_peerpidfd())
+		SKIP("no SO_PEERPIDFD (Linux 6.5): tcpbufd serves only the administrator");
 	if (system("unshare --version >/dev/null 2>&1 && setpriv --version >/dev/null 2>&1"))
 		SKIP("no unshare or setpriv (util-linux)");
 	n = readlink("/proc/self/exe", self_exe, sizeof(self_exe) - 1);

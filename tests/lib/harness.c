@@ -1592,3 +1592,18 @@ void test_skip(const char *fmt, ...)
 	fflush(stdout);
 	exit(77);
 }
+
+int kernel_has_peerpidfd(void)
+{
+	int sv[2], pidfd = -1, ok;
+	socklen_t len = sizeof(pidfd);
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+		return 0;
+	ok = !getsockopt(sv[0], SOL_SOCKET, 77 /* SO_PEERPIDFD */, &pidfd, &len);
+	if (ok)
+		close(pidfd);
+	close(sv[0]);
+	close(sv[1]);
+	return ok;
+}

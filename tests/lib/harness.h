@@ -222,6 +222,10 @@ const char *ctl_stderr(void);
 /* Split a command line into a NULL-terminated argv (malloc'd). */
 char **split_args(const char *s, int *argc);
 
+/* 1 if the kernel names a socket's peer by pidfd (SO_PEERPIDFD, Linux 6.5):
+ * before that tcpbufd serves only the administrator. */
+int kernel_has_peerpidfd(void);
+
 /* ---------------------------------------------------------------- files */
 
 /* No shell needed (VM guests have little userland). */
