@@ -7,7 +7,9 @@
  * answered within a second (the daemon used to serve 32 connections in all,
  * so the administrator waited in the backlog behind tenants, ~1 s per 32).
  * The flood is answered "busy" past its share, and the daemon's CPU time
- * over the run is printed.
+ * over the run is printed. "Within a second" is on top of four times the
+ * median of the same requests without the flood (a few ms here, tenths of a second
+ * in an emulated guest, where starting tcpbufctl alone takes that long).
  */
 #define _GNU_SOURCE
 #include "harness.h"
@@ -90,6 +92,35 @@ static void flooder(void)
 	}
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* @n administrator status requests: the slowest, and the median in *@median (s). */
+static double admin_worst(int n, const char *what, double *median)
+{
+	double worst = 0, took_all[32];
+
+	for (int i = 0; i < n; i++) {
+		double start = now_sec(), took;
+		int code = ctl(NULL, "status %s", parent);
+
+		took = now_sec() - start;
+		test_log("administrator's status %s #%d: exit %d in %.3f s", what, i, code, took);
+		EXPECT_EQ(code, 0);
+		if (took > worst)
+			worst = took;
+		took_all[i] = took;
+		msleep(200);
+	}
+	qsort(took_all, n, sizeof(took_all[0]), cmp_double);
+	*median = took_all[n / 2];
+	return worst;
+}
+
 static double daemon_cpu_sec(void)
 {
 	char path[64], *s, *p;
@@ -108,7 +139,7 @@ static double daemon_cpu_sec(void)
 
 int main(void)
 {
-	double worst = 0, cpu0, cpu1, t0, t1;
+	double worst, quiet, t0_median, cpu0, cpu1, t0, t1;
 	int i;
 
 	test_init();
@@ -119,6 +150,7 @@ int main(void)
 	daemon_write_config("[Daemon]\nSocketMode=0666\nDropInDir=%s\nStateDir=%s/state\n",
 			    daemon_confdir(), test_tmpdir());
 	ASSERT_EQ(daemon_start(""), 0);
+	admin_worst(5, "alone", &quiet);
 
 	for (i = 0; i < HOLDERS; i++)
 		if (test_fork(1) == 0)
@@ -129,22 +161,13 @@ int main(void)
 	msleep(1500); /* every slot a tenant may have is taken */
 	cpu0 = daemon_cpu_sec();
 	t0 = now_sec();
-	for (i = 0; i < ADMIN_ASKS; i++) {
-		double start = now_sec(), took;
-		int code = ctl(NULL, "status %s", parent);
-
-		took = now_sec() - start;
-		test_log("administrator's status #%d: exit %d in %.3f s", i, code, took);
-		EXPECT_EQ(code, 0);
-		if (took > worst)
-			worst = took;
-		msleep(200);
-	}
+	worst = admin_worst(ADMIN_ASKS, "under the flood", &t0_median);
 	t1 = now_sec();
 	cpu1 = daemon_cpu_sec();
-	test_log("worst administrator answer %.3f s; daemon CPU %.2f s in %.2f s (%.0f%% of a core)",
-		 worst, cpu1 - cpu0, t1 - t0, 100 * (cpu1 - cpu0) / (t1 - t0));
-	EXPECT_LT(worst, 1.0);
+	test_log("worst administrator answer %.3f s (median %.3f s alone); daemon CPU %.2f s in %.2f s "
+		 "(%.0f%% of a core)", worst, quiet, cpu1 - cpu0, t1 - t0,
+		 100 * (cpu1 - cpu0) / (t1 - t0));
+	EXPECT_LT((int)(1000 * worst), (int)(1000 * (1.0 + 4 * quiet)));
 	EXPECT_TRUE(daemon_alive());
 	EXPECT_GE(daemon_log_count("refused"), 1);
 	return test_done();
