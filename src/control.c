@@ -328,14 +328,22 @@ static void set_reply(struct conn *c, int code, const char *body, size_t len)
 	c->len = n + len;
 }
 
-/* A one-line refusal or failure: "why\n". */
+/* A one-line refusal or failure: "why\n", control characters of names in
+ * it (a tenant's choice) escaped for the terminal it goes to. */
 static void set_error(struct conn *c, int code, const char *why)
 {
 	char line[600];
-	int n = snprintf(line, sizeof(line), "%s\n", why);
+	int n = 0;
 
-	if (n >= (int)sizeof(line))
-		n = sizeof(line) - 1, line[n - 1] = '\n';
+	for (; *why && n < (int)sizeof(line) - 6; why++) {
+		unsigned char ch = *why;
+
+		if (ch < 0x20 || ch == 0x7f)
+			n += snprintf(line + n, sizeof(line) - n, "\\x%02x", ch);
+		else
+			line[n++] = ch;
+	}
+	line[n++] = '\n';
 	set_reply(c, code, line, n);
 }
 

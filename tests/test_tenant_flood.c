@@ -121,22 +121,6 @@ static double admin_worst(int n, const char *what, double *median)
 	return worst;
 }
 
-static double daemon_cpu_sec(void)
-{
-	char path[64], *s, *p;
-	unsigned long utime = 0, stime = 0;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", daemon_pid());
-	s = file_read(path);
-	if (!s)
-		return 0;
-	p = strrchr(s, ')');
-	if (p)
-		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime);
-	free(s);
-	return (double)(utime + stime) / sysconf(_SC_CLK_TCK);
-}
-
 int main(void)
 {
 	double worst, quiet, t0_median, cpu0, cpu1, t0, t1;

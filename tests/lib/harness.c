@@ -1607,3 +1607,19 @@ int kernel_has_peerpidfd(void)
 	close(sv[1]);
 	return ok;
 }
+
+double daemon_cpu_sec(void)
+{
+	char path[64], *s, *p;
+	unsigned long utime = 0, stime = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", daemon_pid());
+	s = file_read(path);
+	if (!s)
+		return 0;
+	p = strrchr(s, ')');
+	if (p)
+		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime);
+	free(s);
+	return (double)(utime + stime) / sysconf(_SC_CLK_TCK);
+}
