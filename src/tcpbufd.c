@@ -7,7 +7,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <getopt.h>
-#include <grp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -72,35 +71,9 @@ const char *daemon_socket_path(const struct daemon *d)
 	return d->socket_arg ? d->socket_arg : d->cfg.socket_path;
 }
 
-/* AdminGroup= names a group of this host: a name or a number. */
-static int resolve_admin_group(struct config *c, char *err, size_t errlen)
-{
-	struct group *g;
-	char *end;
-
-	c->admin_gid = (gid_t)-1;
-	if (!c->admin_group)
-		return 0;
-	g = getgrnam(c->admin_group);
-	if (g) {
-		c->admin_gid = g->gr_gid;
-		return 0;
-	}
-	errno = 0;
-	c->admin_gid = strtoul(c->admin_group, &end, 10);
-	if (!errno && *end == '\0' && end != c->admin_group)
-		return 0;
-	snprintf(err, errlen, "%s: AdminGroup=%s: no such group", c->main_file, c->admin_group);
-	return -ENOENT;
-}
-
 static int load_config(struct daemon *d, struct config *out, char *err, size_t errlen)
 {
-	int r = config_load(d->config_path, d->config_is_default, out, err, errlen);
-
-	if (!r && (r = resolve_admin_group(out, err, errlen)))
-		config_free(out);
-	return r;
+	return config_load(d->config_path, d->config_is_default, out, err, errlen);
 }
 
 int daemon_reload(struct daemon *d, char *err, size_t errlen)
