@@ -27,6 +27,7 @@
 #include "harness.h"
 
 #include <fcntl.h>
+#include <grp.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -34,7 +35,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <linux/sched.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -318,6 +321,89 @@ static void outlive_case(void)
 	free(after);
 }
 
+/*
+ * The pid itself reused: a tenant (uid 65534 in ct) connects while the
+ * daemon is stopped, hands its connection to a child and exits; a process of
+ * cgroup sib then gets its very pid (clone3 set_tid). Reading /proc by that
+ * pid would give the tenant sib's scope; the pidfd of the process that
+ * connected says it is gone.
+ */
+static void pid_reuse_case(void)
+{
+	char *before = state(), *after, req[512], reply[64] = "";
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int ready[2], go[2], res[2], cgfd;
+	pid_t client, reused = 0, holder;
+
+	snprintf(req, sizeof(req), "set\n%s\n1M\n2M\n4M\n", sib);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", daemon_socket_path());
+	ASSERT_OK(pipe(ready));
+	ASSERT_OK(pipe(go));
+	ASSERT_OK(pipe(res));
+	ASSERT_OK(daemon_signal(SIGSTOP));
+	client = test_fork(1);
+	if (client == 0) {
+		int fd;
+
+		if (cg_enter(ct) || setgroups(0, NULL) || setresgid(65534, 65534, 65534) ||
+		    setresuid(65534, 65534, 65534))
+			_exit(126);
+		fd = socket(AF_UNIX, SOCK_STREAM, 0);
+		if (fd < 0 || connect(fd, (struct sockaddr *)&sa, sizeof(sa)))
+			_exit(125);
+		if (fork() == 0) {
+			ssize_t n, got = 0;
+			char c;
+
+			if (read(go[0], &c, 1) != 1 || write(fd, req, strlen(req)) < 0)
+				_exit(124);
+			shutdown(fd, SHUT_WR);
+			while ((n = read(fd, reply + got, sizeof(reply) - 1 - got)) > 0)
+				got += n;
+			if (write(res[1], reply, got) < 0)
+				_exit(123);
+			_exit(0);
+		}
+		_exit(0);
+	}
+	test_reap(client); /* the pid is free again */
+	{
+		char *abs = cg_abs(sib);
+		struct clone_args ca = { .flags = CLONE_INTO_CGROUP, .exit_signal = SIGCHLD,
+					 .set_tid = (uintptr_t)&client, .set_tid_size = 1 };
+
+		cgfd = open(abs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		ca.cgroup = cgfd;
+		reused = syscall(SYS_clone3, &ca, sizeof(ca));
+		if (reused == 0) {
+			pause();
+			_exit(0);
+		}
+		close(cgfd);
+		free(abs);
+	}
+	test_log("pid %d reused in %s: %s", client, sib, reused == client ? "yes" : strerror(errno));
+	ASSERT_OK(daemon_signal(SIGCONT));
+	msleep(200);
+	ASSERT_EQ(write(go[1], "g", 1), 1);
+	holder = read(res[0], reply, sizeof(reply) - 1);
+	reply[holder > 0 ? holder : 0] = '\0';
+	test_log("reply to the recycled pid's connection: %.*s", (int)strcspn(reply, "\n"), reply);
+	EXPECT_TRUE(!strncmp(reply, "1 ", 2));
+	if (reused > 0) {
+		kill(reused, SIGKILL);
+		test_reap(reused);
+	}
+	after = state();
+	EXPECT_TRUE(strcmp(before, after) == 0);
+	if (strcmp(before, after))
+		test_log("changed:\n%s---\n%s", before, after);
+	free(before);
+	free(after);
+	close(ready[0]);
+	close(ready[1]);
+}
+
 int main(int argc, char **argv)
 {
 	char conf[1024], *json, *t, *out = NULL;
@@ -448,6 +534,7 @@ int main(int argc, char **argv)
 
 	/* A connection that outlives the process that made it proves nothing. */
 	outlive_case();
+	pid_reuse_case();
 
 	/* Cgroup names are the tenants' choice: the table escapes them. */
 	{
