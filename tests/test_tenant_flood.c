@@ -63,12 +63,12 @@ static void holder(uid_t uid)
 			continue;
 		}
 		if (read(fd, buf, sizeof(buf)) > 0 && strstr(buf, "busy"))
-			msleep(250); /* refused at once: try again a little later */
+			msleep(500); /* refused at once: try again a little later */
 		close(fd);
 	}
 }
 
-/* Complete requests, as fast as answers come. */
+/* Complete requests, one every 20 ms: more than its share. */
 static void flooder(void)
 {
 	static const char req[] = "status\n";
@@ -88,7 +88,7 @@ static void flooder(void)
 				;
 		}
 		close(fd);
-		msleep(5);
+		msleep(20);
 	}
 }
 
