@@ -15,140 +15,129 @@
 #include "daemon.h"
 #include "log.h"
 #include "metrics.h"
+#include "peer_facts.h"
 #include "status.h"
 
-#define CAP_NET_ADMIN_BIT 12
-
-static bool same_user_ns(pid_t pid)
-{
-	char path[64];
-	struct stat a, b;
-
-	snprintf(path, sizeof(path), "/proc/%d/ns/user", pid);
-	return !stat(path, &a) && !stat("/proc/self/ns/user", &b) && a.st_ino == b.st_ino;
-}
+#define TENANT_STATUS_FILTERS 16	/* cgroups one tenant's status may name */
 
 /*
- * CAP_NET_ADMIN in the peer's effective set, from /proc/PID/status. That is
- * the process as it is now, not as it was at connect(): a client may send
- * its request, then execute a setuid-root program, whose capabilities /proc
- * shows (even after it exits: a zombie keeps them until reaped). So the
- * capability counts only while all four uids are still the one SO_PEERCRED
- * recorded at connect(), and never for a zombie. (A program with file
- * capabilities keeps the uids; executing one after connect() is the race
- * that remains.)
+ * How a request names cgroups: the caller's namespace root and own cgroup
+ * (host paths), and whether it administers. Tenants see only what lies
+ * under both.
  */
-static bool has_net_admin(const struct peer *p)
-{
-	char path[64], line[256], state = 'Z';
-	unsigned long long caps = 0;
-	unsigned uid[4];
-	bool same_uids = false;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", p->pid);
-	f = fopen(path, "re");
-	if (!f)
-		return false;
-	while (fgets(line, sizeof(line), f)) {
-		if (sscanf(line, "State: %c", &state) == 1)
-			continue;
-		if (sscanf(line, "Uid: %u %u %u %u", &uid[0], &uid[1], &uid[2], &uid[3]) == 4)
-			same_uids = uid[0] == p->uid && uid[1] == p->uid && uid[2] == p->uid &&
-				    uid[3] == p->uid;
-		else if (sscanf(line, "CapEff: %llx", &caps) == 1)
-			break;
-	}
-	fclose(f);
-	return state != 'Z' && state != 'X' && same_uids && (caps & (1ULL << CAP_NET_ADMIN_BIT));
-}
-
-/*
- * Root, or CAP_NET_ADMIN in the initial user namespace. SO_PEERCRED gives
- * the uid as our namespace sees it, so uid 0 is the host's root whatever
- * namespace the peer is in (only host root can map it). The namespace check
- * stats /proc/PID/ns/user, which needs ptrace access to the peer: without
- * CAP_SYS_PTRACE (the systemd unit drops it) that fails for peers with
- * another uid or more capabilities than tcpbufd, so it must not stand
- * between root and the daemon; for CAP_NET_ADMIN peers it fails closed.
- */
-static bool peer_is_admin(const struct peer *p)
-{
-	return p->uid == 0 || (same_user_ns(p->pid) && has_net_admin(p));
-}
-
-/* The peer's cgroup v2 path, from the "0::" line of /proc/PID/cgroup. */
-static int peer_cgroup(const struct peer *p, char *buf, size_t len)
-{
-	char path[64], line[PATH_MAX + 8];
-	int err = -ENOENT;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/cgroup", p->pid);
-	f = fopen(path, "re");
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		if (strncmp(line, "0::", 3))
-			continue;
-		line[strcspn(line, "\n")] = '\0';
-		if (snprintf(buf, len, "%s", line + 3) < (int)len)
-			err = 0;
-		break;
-	}
-	fclose(f);
-	return err;
-}
-
-static bool path_within(const char *path, const char *top)
-{
-	size_t n = strlen(top);
-
-	if (!strcmp(top, "/"))
-		return true;
-	return !strncmp(path, top, n) && (path[n] == '\0' || path[n] == '/');
-}
-
-/* A non-admin peer may act on its own cgroup and its descendants only. */
-static int check_scope(const struct peer *p, const char *rel, char *err, size_t errlen)
-{
+struct scope {
+	bool admin;
+	char root[PATH_MAX];	/* "/" for the host */
 	char own[PATH_MAX];
+};
 
-	if (peer_is_admin(p))
+static int scope_of(struct daemon *d, const struct peer *p, struct scope *s, char *err,
+		    size_t errlen)
+{
+	const char *root, *own;
+
+	s->admin = p->admin;
+	if (p->admin) {
+		strcpy(s->root, "/");
+		strcpy(s->own, "/");
 		return 0;
-	if (peer_cgroup(p, own, sizeof(own))) {
+	}
+	if (p->facts_err) {
+		snprintf(err, errlen, "permission denied: %s", peer_facts_why(p->facts_err));
+		return 1;
+	}
+	daemon_tree_current(d);
+	root = cgroup_tree_path(&d->tree, p->facts.cgns_root_id);
+	own = cgroup_tree_path(&d->tree, p->facts.cgroup_id);
+	if (!root || !own || !peer_seen_path(root, own)) {
 		snprintf(err, errlen, "permission denied: cannot tell the caller's cgroup");
 		return 1;
 	}
-	if (!path_within(rel, own)) {
-		snprintf(err, errlen, "permission denied: %s is outside the caller's cgroup %s",
-			 rel, own);
-		return 1;
-	}
+	snprintf(s->root, sizeof(s->root), "%s", root);
+	snprintf(s->own, sizeof(s->own), "%s", own);
 	return 0;
 }
 
-static int resolve(struct daemon *d, const char *arg, char *rel, size_t len, char *err,
-		   size_t errlen)
+/* A path as the caller sees it: "/" when it is its namespace's root. */
+static const char *seen(const struct scope *s, const char *host)
 {
-	uint64_t id;
-	int r = cgroup_resolve(&d->tree, arg, rel, len, &id);
+	const char *v = peer_seen_path(s->root, host);
 
-	if (r)
+	return v ? v : "(outside)";
+}
+
+/* A tenant may act on its own cgroup and its descendants only. */
+static int check_scope(const struct scope *s, const char *rel, char *err, size_t errlen)
+{
+	if (s->admin || peer_seen_path(s->own, rel))
+		return 0;
+	snprintf(err, errlen, "permission denied: %s is outside the caller's cgroup %s",
+		 seen(s, rel), seen(s, s->own));
+	return 1;
+}
+
+/*
+ * @arg as the caller names it -> its one host path @rel (canonical) and id.
+ * The host may also give an absolute path below the mount.
+ */
+static int resolve(struct daemon *d, const struct scope *s, const char *arg, char *rel,
+		   size_t len, char *err, size_t errlen)
+{
+	size_t mlen = strlen(d->tree.mount);
+	char canon[PATH_MAX], host[PATH_MAX];
+	const char *a = arg;
+	uint64_t id;
+	int r;
+
+	if (s->admin && !strncmp(arg, d->tree.mount, mlen) && (arg[mlen] == '/' || !arg[mlen]))
+		a = arg[mlen] ? arg + mlen : "/";
+	r = cgroup_path_canonical(a, canon, sizeof(canon));
+	if (!r)
+		r = peer_host_path(s->root, canon, host, sizeof(host));
+	if (!r)
+		r = cgroup_resolve(&d->tree, host, rel, len, &id);
+	if (r && s->admin)
 		snprintf(err, errlen, "%s: no such cgroup below %s: %s", arg, d->tree.mount,
 			 strerror(-r));
+	else if (r)
+		snprintf(err, errlen, "%s: no such cgroup: %s", arg, strerror(-r));
 	return r ? 1 : 0;
+}
+
+/* Show the rows with the caller's names; those outside its namespace go. */
+static void rows_as_seen(struct status_rows *rows, const struct scope *s)
+{
+	size_t i, kept = 0;
+
+	for (i = 0; i < rows->n; i++) {
+		const char *v = rows->rows[i].path ? peer_seen_path(s->root, rows->rows[i].path) : NULL;
+
+		if (!v && !s->admin)
+			continue;
+		if (v)
+			rows->rows[i].path = v;
+		rows->rows[kept++] = rows->rows[i];
+	}
+	rows->n = kept;
 }
 
 static int cmd_status(struct daemon *d, const struct request *req, const struct peer *p,
 		      FILE *out, char *err, size_t errlen)
 {
 	struct status_rows rows;
+	struct scope s;
 	char rel[PATH_MAX];
-	char **filters = calloc(req->n_cgroups + 1, sizeof(*filters));
+	char **filters;
 	size_t n = 0, i;
 	int r = 1;
 
+	if (scope_of(d, p, &s, err, errlen))
+		return 1;
+	if (!s.admin && req->n_cgroups > TENANT_STATUS_FILTERS) {
+		snprintf(err, errlen, "status: at most %d cgroups per request", TENANT_STATUS_FILTERS);
+		return 1;
+	}
+	filters = calloc(req->n_cgroups + 1, sizeof(*filters));
 	if (!filters) {
 		snprintf(err, errlen, "out of memory");
 		return 1;
@@ -157,21 +146,15 @@ static int cmd_status(struct daemon *d, const struct request *req, const struct 
 		loader_reconcile(d->bpf); /* a status is a sample too */
 	daemon_tree_current(d);
 	for (i = 0; i < req->n_cgroups; i++) {
-		if (resolve(d, req->cgroups[i], rel, sizeof(rel), err, errlen) ||
-		    check_scope(p, rel, err, errlen))
+		if (resolve(d, &s, req->cgroups[i], rel, sizeof(rel), err, errlen) ||
+		    check_scope(&s, rel, err, errlen))
 			goto out;
 		if (!(filters[n++] = strdup(rel)))
 			goto nomem;
 	}
-	if (!n && !peer_is_admin(p)) {
-		/* Others see their own subtree only. */
-		if (peer_cgroup(p, rel, sizeof(rel))) {
-			snprintf(err, errlen, "permission denied: cannot tell the caller's cgroup");
-			goto out;
-		}
-		if (!(filters[n++] = strdup(rel)))
-			goto nomem;
-	}
+	/* Tenants see their own subtree only. */
+	if (!n && !s.admin && !(filters[n++] = strdup(s.own)))
+		goto nomem;
 	r = status_collect(loader_usage_fd(d->bpf), loader_limits_fd(d->bpf), &d->tree, &rows);
 	if (r) {
 		snprintf(err, errlen, "status: %s", strerror(-r));
@@ -179,6 +162,7 @@ static int cmd_status(struct daemon *d, const struct request *req, const struct 
 		goto out;
 	}
 	status_filter(&rows, filters, n);
+	rows_as_seen(&rows, &s);
 	if (req->json)
 		status_print_json(out, &rows, tcpbuf_mode_name(loader_mode(d->bpf)),
 				  loader_count_sock_charges(d->bpf));
@@ -201,15 +185,12 @@ static int cmd_metrics(struct daemon *d, const struct peer *p, FILE *out, char *
 		       size_t errlen)
 {
 	struct status_rows rows;
-	char own[PATH_MAX];
-	char *filter = own;
-	bool admin = peer_is_admin(p);
+	struct scope s;
+	char *filter = s.own;
 	int r;
 
-	if (!admin && peer_cgroup(p, own, sizeof(own))) {
-		snprintf(err, errlen, "permission denied: cannot tell the caller's cgroup");
+	if (scope_of(d, p, &s, err, errlen))
 		return 1;
-	}
 	if (loader_mode(d->bpf) == TCPBUF_MODE_SAMPLED)
 		loader_reconcile(d->bpf); /* a scrape is a sample too */
 	daemon_tree_current(d);
@@ -218,8 +199,9 @@ static int cmd_metrics(struct daemon *d, const struct peer *p, FILE *out, char *
 		snprintf(err, errlen, "metrics: %s", strerror(-r));
 		return 1;
 	}
-	if (!admin)
+	if (!s.admin)
 		status_filter(&rows, &filter, 1);
+	rows_as_seen(&rows, &s);
 	metrics_print(out, &rows, tcpbuf_mode_name(loader_mode(d->bpf)), d->limited_cgroups);
 	status_rows_free(&rows);
 	return 0;
@@ -323,16 +305,19 @@ static int cmd_set_limit(struct daemon *d, const struct request *req, const stru
 			 char *err, size_t errlen)
 {
 	const struct cgroup_rule *own, *exact;
+	struct scope s;
 	char rel[PATH_MAX];
 	uint64_t old;
 
-	if (!peer_is_admin(p)) {
-		snprintf(err, errlen, "permission denied: only the administrator sets ceilings");
+	if (!p->admin) {
+		snprintf(err, errlen, "permission denied: only the administrator sets ceilings%s",
+			 p->facts_err ? "" : " (a host process with CAP_NET_ADMIN)");
 		return 1;
 	}
 	if (req->runtime)
 		return cmd_set_runtime_limit(d, req, p, err, errlen);
-	if (resolve(d, req->cgroups[0], rel, sizeof(rel), err, errlen))
+	if (scope_of(d, p, &s, err, errlen) ||
+	    resolve(d, &s, req->cgroups[0], rel, sizeof(rel), err, errlen))
 		return 1;
 	own = own_rule(d, rel, &exact);
 	if (exact && !own) {
@@ -356,8 +341,8 @@ static int cmd_set_limit(struct daemon *d, const struct request *req, const stru
 	return 0;
 }
 
-static int thresholds_store(struct daemon *d, const char *rel, const struct request *req,
-			    bool remove, char *err, size_t errlen)
+static int thresholds_store(struct daemon *d, const char *rel, uint64_t id,
+			    const struct request *req, bool remove, char *err, size_t errlen)
 {
 	struct thresholds_entry *t = malloc((d->n_thresholds + 1) * sizeof(*t));
 	size_t n = 0, i;
@@ -373,7 +358,7 @@ static int thresholds_store(struct daemon *d, const char *rel, const struct requ
 	if (!remove) {
 		t[n] = (struct thresholds_entry){ .min_pages = req->min_pages,
 						  .pressure_pages = req->pressure_pages,
-						  .max_pages = req->max_pages };
+						  .max_pages = req->max_pages, .id = id };
 		snprintf(t[n].path, sizeof(t[n].path), "%s", rel);
 		n++;
 	}
@@ -392,25 +377,36 @@ static int cmd_set(struct daemon *d, const struct request *req, const struct pee
 		   size_t errlen)
 {
 	const struct cgroup_rule *rule;
+	const struct cgroup_entry *e;
+	struct scope s;
 	char rel[PATH_MAX];
+	const char *name;
 	uint64_t ceiling;
 
-	if (resolve(d, req->cgroups[0], rel, sizeof(rel), err, errlen) ||
-	    check_scope(p, rel, err, errlen))
+	if (scope_of(d, p, &s, err, errlen) ||
+	    resolve(d, &s, req->cgroups[0], rel, sizeof(rel), err, errlen) ||
+	    check_scope(&s, rel, err, errlen))
 		return 1;
+	name = seen(&s, rel);
+	daemon_tree_current(d);
+	e = cgroup_tree_find_path(&d->tree, rel);
+	if (!e) {
+		snprintf(err, errlen, "%s: not known to the daemon yet; try again", name);
+		return 1;
+	}
 	rule = config_match(&d->cfg, rel);
 	ceiling = rule ? rule->limit_pages : d->cfg.default_limit_pages;
 	if (!ceiling) {
 		snprintf(err, errlen, "%s: no ceiling set; the administrator sets one with set-limit",
-			 rel);
+			 name);
 		return 1;
 	}
 	if (req->max_pages > ceiling) {
-		snprintf(err, errlen, "%s: MAX %llu pages is above the ceiling of %llu pages", rel,
+		snprintf(err, errlen, "%s: MAX %llu pages is above the ceiling of %llu pages", name,
 			 (unsigned long long)req->max_pages, (unsigned long long)ceiling);
 		return 1;
 	}
-	if (thresholds_store(d, rel, req, false, err, errlen))
+	if (thresholds_store(d, rel, e->id, req, false, err, errlen))
 		return 1;
 	log_info("%s: thresholds min %llu pressure %llu max %llu pages set by uid %u", rel,
 		 (unsigned long long)req->min_pages, (unsigned long long)req->pressure_pages,
@@ -422,7 +418,8 @@ static int cmd_unset(struct daemon *d, const struct request *req, const struct p
 		     size_t errlen)
 {
 	char rel[PATH_MAX], gone[PATH_MAX];
-	bool admin = peer_is_admin(p), own = false;
+	struct scope s;
+	bool admin = p->admin, own = false;
 	uint64_t id;
 	size_t i;
 
@@ -434,17 +431,18 @@ static int cmd_unset(struct daemon *d, const struct request *req, const struct p
 		}
 		return cmd_unset_runtime_limit(d, req, p, err, errlen);
 	}
-	if (resolve(d, req->cgroups[0], rel, sizeof(rel), err, errlen) ||
-	    check_scope(p, rel, err, errlen))
+	if (scope_of(d, p, &s, err, errlen) ||
+	    resolve(d, &s, req->cgroups[0], rel, sizeof(rel), err, errlen) ||
+	    check_scope(&s, rel, err, errlen))
 		return 1;
 	for (i = 0; i < d->n_thresholds; i++)
 		own |= !strcmp(d->thresholds[i].path, rel);
 	if (!admin && !own) {
 		snprintf(err, errlen, "permission denied: %s has no thresholds set with \"set\"; "
-			 "only the administrator removes its ceiling", rel);
+			 "only the administrator removes its ceiling", seen(&s, rel));
 		return 1;
 	}
-	if (thresholds_store(d, rel, req, true, err, errlen))
+	if (thresholds_store(d, rel, 0, req, true, err, errlen))
 		return 1;
 	/* Only the administrator removes a ceiling; a container's unset only
 	 * drops its own thresholds and falls back to the ceiling's defaults. */
@@ -476,7 +474,7 @@ int commands_handle(void *ctx, const struct request *req, const struct peer *pee
 	case REQ_UNSET:
 		return cmd_unset(d, req, peer, err, errlen);
 	case REQ_RELOAD:
-		if (!peer_is_admin(peer)) {
+		if (!peer->admin) {
 			snprintf(err, errlen, "permission denied: only the administrator reloads");
 			return 1;
 		}

@@ -13,6 +13,7 @@
  */
 #include <dirent.h>
 #include <errno.h>
+#include <grp.h>
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <ini.h>
@@ -294,6 +295,27 @@ static int set_group(struct parse_ctx *ctx, const struct key *k, const char *val
 	return replace_str(ctx, field_str(ctx, k), value[0] ? value : NULL);
 }
 
+/* AdminGroup=: a group of this host, by name or number, resolved here so a
+ * typo is an error naming its line. */
+static int set_admin_group(struct parse_ctx *ctx, const struct key *k, const char *value)
+{
+	struct group *g;
+	unsigned long gid = 0;
+
+	ctx->cfg->admin_gid = (gid_t)-1;
+	if (!value[0])
+		return replace_str(ctx, field_str(ctx, k), NULL);
+	if (strpbrk(value, " \t:/"))
+		return fail(ctx, ctx->line, "%s=%s: not a group name", k->name, value);
+	g = getgrnam(value);
+	if (g)
+		gid = g->gr_gid;
+	else if (parse_unsigned(value, 10, (gid_t)-2, &gid))
+		return fail(ctx, ctx->line, "%s=%s: no such group", k->name, value);
+	ctx->cfg->admin_gid = (gid_t)gid;
+	return replace_str(ctx, field_str(ctx, k), value);
+}
+
 static int parse_size_value(struct parse_ctx *ctx, const char *name, const char *value,
 			    uint64_t *pages)
 {
@@ -394,6 +416,7 @@ static const struct key daemon_keys[] = {
 	{ "SocketMode",		"0600",				set_socket_mode, CFG(socket_mode) },
 	{ "SocketGroup",	"",				set_group,	 CFG(socket_group) },
 	{ "BypassProtMem",	"no",				set_yes_no,	 CFG(bypass_prot_mem) },
+	{ "AdminGroup",		"",				set_admin_group, CFG(admin_group) },
 	{ NULL, NULL, NULL, 0 },
 };
 
@@ -936,6 +959,7 @@ void config_free(struct config *c)
 	free(c->scope);
 	free(c->mode);
 	free(c->socket_group);
+	free(c->admin_group);
 	free(c->main_file);
 	for (size_t i = 0; i < c->n_rules; i++) {
 		free(c->rules[i].pattern);

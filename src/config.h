@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define CONFIG_DEFAULT_PATH	"/etc/tcpbufd.conf"
 /* The FILE part of errors and config.main_file when the embedded copy is used. */
@@ -50,6 +51,8 @@ struct config {
 	int log_level;		/* syslog priority: LOG_ERR .. LOG_DEBUG */
 	unsigned socket_mode;	/* permission bits of the control socket */
 	char *socket_group;	/* group owning the control socket, NULL = unchanged */
+	char *admin_group;	/* host users of this group administer too, NULL = none */
+	gid_t admin_gid;	/* its gid, (gid_t)-1 for none */
 	uint64_t default_limit_pages;	/* ceiling of cgroups no rule matches, 0 = none */
 	bool bypass_prot_mem;	/* limited cgroups' sockets leave the global tcp_mem */
 	struct cgroup_rule *rules;	/* in file-name order, then line order */

@@ -32,8 +32,13 @@
 #include <unistd.h>
 #include "control.h"
 #include "log.h"
+#include "peer_facts.h"
 
-#define MAX_CONNS		32	/* more wait in the listen backlog */
+#define MAX_CONNS		64	/* more wait in the listen backlog */
+#define TENANT_CONNS		32	/* the rest is the administrator's */
+#define TENANT_RATE		20	/* requests per second per tenant, */
+#define TENANT_BURST		40	/* after a burst of this many */
+#define TENANT_BUCKETS		64
 #define READ_TIMEOUT_MS		1000	/* connect to EOF of the request */
 #define WRITE_IDLE_MS		5000	/* without reading any of the reply */
 #define WRITE_TIMEOUT_MS	60000	/* to deliver the whole reply */
@@ -55,11 +60,20 @@ struct conn {
 	bool eof;		/* the client finished sending */
 };
 
+/* Requests a tenant (one cgroup namespace, or one host cgroup) may still make. */
+struct bucket {
+	uint64_t tenant;	/* 0: free */
+	uint64_t last_ms;
+	double tokens;
+};
+
 static struct {
 	int ep, listen_fd, timer_fd;
 	bool accepting;
-	size_t n_conns;
+	size_t n_conns, n_tenant_conns;
 	struct conn conns[MAX_CONNS];
+	struct bucket buckets[TENANT_BUCKETS];
+	uint64_t refused, refused_said_ms;
 } ctl = { .ep = -1, .listen_fd = -1, .timer_fd = -1 };
 
 static uint64_t now_ms(void)
@@ -172,8 +186,65 @@ static void conn_close(struct conn *c)
 {
 	close(c->fd); /* also leaves the epoll set */
 	free(c->buf);
+	if (!c->peer.admin)
+		ctl.n_tenant_conns--;
 	*c = (struct conn){ .state = CONN_FREE, .fd = -1 };
 	ctl.n_conns--;
+}
+
+static uint64_t tenant_key(const struct peer *p)
+{
+	if (p->facts_err)
+		return 1; /* the unknown share one bucket */
+	/* A container is its cgroup namespace; on the host, a user. */
+	return (uint64_t)p->facts.cgroup_ns << 32 | p->uid;
+}
+
+/* Take one request from the tenant's bucket: false when it has none left. */
+static bool tenant_may_ask(const struct peer *p, uint64_t now)
+{
+	struct bucket *b = NULL, *oldest = &ctl.buckets[0];
+	uint64_t key = tenant_key(p);
+
+	for (size_t i = 0; i < TENANT_BUCKETS && !b; i++) {
+		if (ctl.buckets[i].tenant == key)
+			b = &ctl.buckets[i];
+		else if (ctl.buckets[i].last_ms < oldest->last_ms)
+			oldest = &ctl.buckets[i];
+	}
+	if (!b) {
+		b = oldest;
+		*b = (struct bucket){ .tenant = key, .last_ms = now, .tokens = TENANT_BURST };
+	}
+	b->tokens += (now - b->last_ms) * TENANT_RATE / 1000.0;
+	if (b->tokens > TENANT_BURST)
+		b->tokens = TENANT_BURST;
+	b->last_ms = now;
+	if (b->tokens < 1)
+		return false;
+	b->tokens--;
+	return true;
+}
+
+/* A tenant over its share: one line, no slot, and a log line at most every 10 s. */
+static void refuse_busy(int fd, const struct peer *p, uint64_t now)
+{
+	static const char why[] = "busy: too many requests from this container; try again later\n";
+	char msg[128];
+	int n = snprintf(msg, sizeof(msg), "1 %zu\n%s", sizeof(why) - 1, why);
+
+	if (send(fd, msg, n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+		/* the client will see the connection closed */
+	}
+	shutdown(fd, SHUT_WR);
+	close(fd);
+	ctl.refused++;
+	if (now >= ctl.refused_said_ms + 10000) {
+		log_warn("control socket: refused %llu requests of tenants over their share "
+			 "(last: pid %d, uid %u)", (unsigned long long)ctl.refused, p->pid, p->uid);
+		ctl.refused = 0;
+		ctl.refused_said_ms = now;
+	}
 }
 
 void control_close(int fd, const char *path)
@@ -197,8 +268,8 @@ void control_close(int fd, const char *path)
 
 static void accept_new(void)
 {
-	struct ucred cred;
-	socklen_t cl = sizeof(cred);
+	struct peer peer;
+	uint64_t now;
 	size_t i;
 	int fd;
 
@@ -210,8 +281,14 @@ static void accept_new(void)
 			return;
 		}
 		/* Who connected, as the kernel recorded it at connect(). */
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &cl)) {
+		if (peer_identify(fd, &peer)) {
 			close(fd);
+			continue;
+		}
+		now = now_ms();
+		if (!peer.admin &&
+		    (ctl.n_tenant_conns >= TENANT_CONNS || !tenant_may_ask(&peer, now))) {
+			refuse_busy(fd, &peer, now);
 			continue;
 		}
 		for (i = 0; ctl.conns[i].state != CONN_FREE; i++)
@@ -222,10 +299,11 @@ static void accept_new(void)
 		}
 		ctl.conns[i] = (struct conn){
 			.state = CONN_READING, .fd = fd,
-			.peer = { .pid = cred.pid, .uid = cred.uid, .gid = cred.gid },
-			.deadline_ms = now_ms() + READ_TIMEOUT_MS,
+			.peer = peer,
+			.deadline_ms = now + READ_TIMEOUT_MS,
 		};
 		ctl.n_conns++;
+		ctl.n_tenant_conns += !peer.admin;
 	}
 	/* Full: leave the rest in the backlog until a connection ends. */
 	if (ctl.accepting && !ep_ctl(EPOLL_CTL_MOD, ctl.listen_fd, 0, TAG_LISTEN))
@@ -250,14 +328,22 @@ static void set_reply(struct conn *c, int code, const char *body, size_t len)
 	c->len = n + len;
 }
 
-/* A one-line refusal or failure: "why\n". */
+/* A one-line refusal or failure: "why\n", control characters of names in
+ * it (a tenant's choice) escaped for the terminal it goes to. */
 static void set_error(struct conn *c, int code, const char *why)
 {
 	char line[600];
-	int n = snprintf(line, sizeof(line), "%s\n", why);
+	int n = 0;
 
-	if (n >= (int)sizeof(line))
-		n = sizeof(line) - 1, line[n - 1] = '\n';
+	for (; *why && n < (int)sizeof(line) - 6; why++) {
+		unsigned char ch = *why;
+
+		if (ch < 0x20 || ch == 0x7f)
+			n += snprintf(line + n, sizeof(line) - n, "\\x%02x", ch);
+		else
+			line[n++] = ch;
+	}
+	line[n++] = '\n';
 	set_reply(c, code, line, n);
 }
 

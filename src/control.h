@@ -8,13 +8,8 @@
 
 #include <stdio.h>
 #include <sys/types.h>
+#include "peer.h"
 #include "request.h"
-
-struct peer {
-	pid_t pid;
-	uid_t uid;
-	gid_t gid;
-};
 
 /* Runs one parsed request; writes output to @out or one line to @err.
  * Returns the exit status for the client: 0 done, 1 refused/failed, 2 usage. */

@@ -308,7 +308,7 @@ int thresholds_save(const char *state_dir, const struct thresholds_entry *e, siz
 {
 	static const char header[] =
 		"# tcpbufd: thresholds chosen with \"tcpbufctl set\". Written by tcpbufd;\n"
-		"# one line per cgroup: PATH MIN PRESSURE MAX, in 4 KiB pages.\n";
+		"# one line per cgroup: PATH MIN PRESSURE MAX (4 KiB pages) id=CGROUP-ID.\n";
 	char *text;
 	size_t cap = sizeof(header), used;
 	int ret;
@@ -318,7 +318,7 @@ int thresholds_save(const char *state_dir, const struct thresholds_entry *e, siz
 			set_err(err, errlen, "thresholds: not a cgroup path: %.64s", e[i].path);
 			return -EINVAL;
 		}
-		cap += strlen(e[i].path) + 3 * 21 + 1;	/* " %llu" x3 and '\n' */
+		cap += strlen(e[i].path) + 4 * 21 + 4;	/* " %llu" x3, " id=%llu" and '\n' */
 	}
 	text = malloc(cap);
 	if (!text) {
@@ -326,11 +326,16 @@ int thresholds_save(const char *state_dir, const struct thresholds_entry *e, siz
 		return -ENOMEM;
 	}
 	used = (size_t)snprintf(text, cap, "%s", header);
-	for (size_t i = 0; i < n; i++)
-		used += (size_t)snprintf(text + used, cap - used, "%s %llu %llu %llu\n", e[i].path,
+	for (size_t i = 0; i < n; i++) {
+		used += (size_t)snprintf(text + used, cap - used, "%s %llu %llu %llu", e[i].path,
 					 (unsigned long long)e[i].min_pages,
 					 (unsigned long long)e[i].pressure_pages,
 					 (unsigned long long)e[i].max_pages);
+		if (e[i].id)
+			used += (size_t)snprintf(text + used, cap - used, " id=%llu",
+						 (unsigned long long)e[i].id);
+		text[used++] = '\n';
+	}
 	ret = dropin_replace_file(state_dir, THRESHOLDS_FILE, text, used, err, errlen);
 	free(text);
 	return ret;
@@ -400,13 +405,20 @@ static char *last_field(char *line)
 	return sp + 1;
 }
 
-/* "PATH MIN PRESSURE MAX" -> @e; a short reason on failure. */
+/* "PATH MIN PRESSURE MAX [id=ID]" -> @e; a short reason on failure. */
 static const char *parse_entry(char *line, struct thresholds_entry *e)
 {
 	char *max = last_field(line);
-	char *pressure = max ? last_field(line) : NULL;
-	char *min = pressure ? last_field(line) : NULL;
+	char *pressure, *min;
 
+	e->id = 0;
+	if (max && !strncmp(max, "id=", 3)) {
+		if (parse_pages(max + 3, &e->id) || !e->id)
+			return "id= must be a cgroup id";
+		max = last_field(line);
+	}
+	pressure = max ? last_field(line) : NULL;
+	min = pressure ? last_field(line) : NULL;
 	if (!min)
 		return "expected PATH MIN PRESSURE MAX";
 	if (!valid_entry_path(line))

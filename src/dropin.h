@@ -3,8 +3,8 @@
  * What tcpbufctl changes, kept on disk so it survives restarts:
  *  - set-limit writes a drop-in <DropInDir>/50-tcpbufctl-<escaped cgroup>.conf
  *    holding one [Cgroup] section, read back by config_load() like any other;
- *  - set writes <StateDir>/thresholds, one "PATH MIN PRESSURE MAX" line
- *    (pages) per cgroup.
+ *  - set writes <StateDir>/thresholds, one "PATH MIN PRESSURE MAX id=ID" line
+ *    (pages; ID the cgroup's, so thresholds die with it) per cgroup.
  * Every write is atomic: a temporary file in the same directory, fsync,
  * rename over the old one, fsync of the directory. A crash leaves the old
  * file or the new one, never half of one.
@@ -24,6 +24,7 @@
 struct thresholds_entry {
 	char path[PATH_MAX];	/* cgroup path relative to the v2 mount */
 	uint64_t min_pages, pressure_pages, max_pages;
+	uint64_t id;		/* the cgroup they were set for; 0: not known (older file) */
 };
 
 /*

@@ -9,18 +9,85 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <bpf/bpf.h>
 #include "daemon.h"
 #include "log.h"
 
-static const struct thresholds_entry *thresholds_find(const struct daemon *d, const char *path)
+/*
+ * Lines about one cgroup's limits: at most CGROUP_LINES_PER_SEC a second, the
+ * rest counted and summed up by the next line after the second is over, so a
+ * tenant that makes and removes cgroups under a glob in a loop cannot flood
+ * the log.
+ */
+#define CGROUP_LINES_PER_SEC 5
+
+static bool cgroup_line_ok(void)
+{
+	static uint64_t window_ms;
+	static unsigned said, held;
+	struct timespec ts;
+	uint64_t now;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	if (now >= window_ms + 1000) {
+		if (held)
+			log_info("%u more lines about single cgroups' limits not logged in the "
+				 "last %llu ms", held, (unsigned long long)(now - window_ms));
+		window_ms = now;
+		said = held = 0;
+	}
+	if (said < CGROUP_LINES_PER_SEC) {
+		said++;
+		return true;
+	}
+	held++;
+	return false;
+}
+
+/* Thresholds belong to the cgroup they were set for, not to its path. */
+static const struct thresholds_entry *thresholds_find(const struct daemon *d,
+						      const struct cgroup_entry *e)
 {
 	size_t i;
 
 	for (i = 0; i < d->n_thresholds; i++)
-		if (!strcmp(d->thresholds[i].path, path))
+		if (d->thresholds[i].id == e->id && !strcmp(d->thresholds[i].path, e->path))
 			return &d->thresholds[i];
 	return NULL;
+}
+
+/*
+ * Keep only the thresholds whose cgroup still exists (@gone: that one is
+ * removed), adopting the id of an older file's entry, and save if that
+ * changed anything.
+ */
+static void thresholds_prune(struct daemon *d, const struct cgroup_entry *gone)
+{
+	char err[256];
+	size_t i, kept = 0;
+	bool changed = false;
+
+	for (i = 0; i < d->n_thresholds; i++) {
+		struct thresholds_entry *t = &d->thresholds[i];
+		const struct cgroup_entry *e = gone ? NULL : cgroup_tree_find_path(&d->tree, t->path);
+
+		if (gone ? t->id == gone->id : !e || (t->id && t->id != e->id)) {
+			if (cgroup_line_ok())
+				log_info("%s: thresholds forgotten with the cgroup they were set for", t->path);
+			changed = true;
+			continue;
+		}
+		if (!gone && !t->id) {
+			t->id = e->id;
+			changed = true;
+		}
+		d->thresholds[kept++] = *t;
+	}
+	d->n_thresholds = kept;
+	if (changed && thresholds_save(d->cfg.state_dir, d->thresholds, kept, err, sizeof(err)))
+		log_warn("%s", err);
 }
 
 /* A runtime limit as a rule: the container's spec is more specific than the config. */
@@ -67,7 +134,7 @@ static bool limits_for_cfg(const struct daemon *d, const struct config *cfg,
 	l->min_pages = min;
 	l->pressure_pages = pressure;
 	l->max_pages = max;
-	t = thresholds_find(d, path);
+	t = thresholds_find(d, e);
 	if (t && t->max_pages <= l->limit_pages) {
 		l->min_pages = t->min_pages;
 		l->pressure_pages = t->pressure_pages;
@@ -198,7 +265,8 @@ static int limits_write(int fd, const struct cgroup_entry *e, const struct cgrou
 		log_err("%s: cannot set limits: %s", e->path, strerror(-err));
 		return err;
 	}
-	log_info("%s: limit %llu pages (min %llu, pressure %llu, max %llu)", e->path,
+	if (cgroup_line_ok())
+		log_info("%s: limit %llu pages (min %llu, pressure %llu, max %llu)", e->path,
 		 (unsigned long long)want->limit_pages, (unsigned long long)want->min_pages,
 		 (unsigned long long)want->pressure_pages, (unsigned long long)want->max_pages);
 	return 0;
@@ -221,6 +289,7 @@ int limits_apply(struct daemon *d)
 		log_err("limits not applied: %s", why);
 		return r;
 	}
+	thresholds_prune(d, NULL);
 	limited_cgs = calloc(d->tree.n ? d->tree.n : 1, sizeof(*limited_cgs));
 	if (!limited_cgs)
 		return -ENOMEM;
@@ -246,7 +315,7 @@ int limits_apply(struct daemon *d)
 
 		if (!e || !e->limited) {
 			bpf_map_delete_elem(fd, &next);
-			if (e)
+			if (e && cgroup_line_ok())
 				log_info("%s: limits removed", e->path);
 			continue; /* restart from the same predecessor */
 		}
@@ -344,6 +413,7 @@ void limits_forget(struct daemon *d, const struct cgroup_entry *e)
 	int fd = loader_limits_fd(d->bpf), r;
 
 	runtime_limit_forget(d, e);
+	thresholds_prune(d, e);
 	if (!e->limited)
 		return;
 	if (bpf_map_delete_elem(fd, &e->id) && errno != ENOENT)

@@ -239,9 +239,28 @@ static const char *human(__u64 pages, bool set, char *buf, size_t len)
 	return buf;
 }
 
+/* A name for a terminal: control characters and '\\' as C escapes ("\\x1b"). */
+static const char *table_name(const char *s, char *buf, size_t len)
+{
+	size_t n = 0;
+
+	for (; *s && n + 5 < len; s++) {
+		unsigned char c = *s;
+
+		if (c < 0x20 || c == 0x7f)
+			n += snprintf(buf + n, len - n, "\\x%02x", c);
+		else if (c == '\\')
+			n += snprintf(buf + n, len - n, "\\\\");
+		else
+			buf[n++] = c;
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
 void status_print_table(FILE *f, const struct status_rows *rows, const char *mode)
 {
-	char u[32], p[32], lim[32], mn[32], pr[32], mx[32];
+	char u[32], p[32], lim[32], mn[32], pr[32], mx[32], name[4 * 4096 + 8];
 	size_t i;
 
 	fprintf(f, "mode: %s\n", mode);
@@ -253,7 +272,7 @@ void status_print_table(FILE *f, const struct status_rows *rows, const char *mod
 		bool hl = r->has_limits;
 
 		fprintf(f, "%-36s %8s %8s %7lld %8s %8s %8s %8s %-8s %7llu\n",
-			r->path ? r->path : "(removed)",
+			r->path ? table_name(r->path, name, sizeof(name)) : "(removed)",
 			human(nonneg(r->usage.usage_pages), true, u, sizeof(u)),
 			human(nonneg(r->usage.peak_pages), true, p, sizeof(p)),
 			(long long)nonneg(r->usage.sockets),

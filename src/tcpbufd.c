@@ -24,6 +24,7 @@
 #include "log.h"
 #include "netns.h"
 #include "notify.h"
+#include "peer_facts.h"
 #include "status.h"
 
 #define DEFAULT_CONFIG "/etc/tcpbufd.conf"
@@ -96,6 +97,7 @@ int daemon_reload(struct daemon *d, char *err, size_t errlen)
 	}
 	config_free(&d->cfg);
 	d->cfg = next;
+	peer_facts_admin_group(d->cfg.admin_gid);
 	r = daemon_resync(d);
 	if (!r)
 		r = bypass_apply(daemon_pin_path(d), d->tree.mount, daemon_scope(d), d->cfg.bypass_prot_mem);
@@ -543,6 +545,10 @@ int main(int argc, char **argv)
 	if (!r)
 		r = bypass_apply(daemon_pin_path(&d), d.tree.mount, daemon_scope(&d), d.cfg.bypass_prot_mem);
 	if (!r) {
+		r = peer_facts_init(d.tree.mount);
+		peer_facts_admin_group(d.cfg.admin_gid);
+	}
+	if (!r) {
 		d.ctl_fd = control_listen(daemon_socket_path(&d), d.cfg.socket_mode, d.cfg.socket_group);
 		if (d.ctl_fd < 0) {
 			r = d.ctl_fd;
@@ -560,6 +566,7 @@ int main(int argc, char **argv)
 	/* Before config_free(): the pin path may live in the configuration. */
 	if (d.bpf)
 		log_info("stopped; programs and maps stay pinned at %s", daemon_pin_path(&d));
+	peer_facts_close();
 	enforce_close(d.enforce);
 	bypass_close();
 	loader_close(d.bpf);

@@ -116,6 +116,7 @@ static void test_main_file(void)
 		"LogLevel=debug\n"
 		"SocketMode=0660\n"
 		"SocketGroup=docker\n"
+		"AdminGroup=4242\n"
 		"[Default]\n"
 		"Limit=1G\n";
 	struct config c;
@@ -136,6 +137,7 @@ static void test_main_file(void)
 	EXPECT_U64("LogLevel", LOG_DEBUG, (unsigned)c.log_level);
 	EXPECT_U64("SocketMode", 0660, c.socket_mode);
 	EXPECT_STR("SocketGroup", "docker", c.socket_group);
+	EXPECT_U64("AdminGroup", 4242, c.admin_gid);
 	EXPECT_U64("[Default] Limit", 262144, c.default_limit_pages);
 	config_free(&c);
 
@@ -313,6 +315,8 @@ static const struct error_case error_cases[] = {
 	{ "[Daemon]\nSocketMode=01777\n", { NULL },
 	  "main.conf:2: SocketMode=01777: bad number (octal permission bits, at most 0777)" },
 	{ "[Daemon]\nSocketGroup=a b\n", { NULL }, "main.conf:2: SocketGroup=a b: not a group name" },
+	{ "[Daemon]\nAdminGroup=no-such-group-here\n", { NULL },
+	  "main.conf:2: AdminGroup=no-such-group-here: no such group" },
 	{ "[Daemon]\nPinPath=sys/fs/bpf\n", { NULL },
 	  "main.conf:2: PinPath=sys/fs/bpf: must be an absolute path" },
 	{ "[Daemon]\nSocket=/run/tcpbufd/a-socket-path-that-is-much-too-long-to-fit-into-"
@@ -750,9 +754,9 @@ static void test_thresholds_file(void)
 	char dir[] = "/tmp/test_thresholds.XXXXXX", state[256], path[PATH_MAX];
 	char err[512];
 	struct thresholds_entry in[3] = {
-		{ "/demo/a", 1, 2, 3 },
-		{ "/with space/x", 10, 20, 30 },
-		{ "/", 5, 5, 5 },
+		{ "/demo/a", 1, 2, 3, 4242 },
+		{ "/with space/x", 10, 20, 30, 0 },
+		{ "/", 5, 5, 5, 1 },
 	};
 	struct thresholds_entry *out = NULL;
 	size_t n = 99;
@@ -782,6 +786,7 @@ static void test_thresholds_file(void)
 			EXPECT_U64("thresholds min", in[i].min_pages, out[i].min_pages);
 			EXPECT_U64("thresholds pressure", in[i].pressure_pages, out[i].pressure_pages);
 			EXPECT_U64("thresholds max", in[i].max_pages, out[i].max_pages);
+			EXPECT_U64("thresholds id", in[i].id, out[i].id);
 		}
 	}
 	free(out);

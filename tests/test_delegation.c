@@ -251,6 +251,8 @@ int main(void)
 		SKIP("needs root to switch to uid %d", NOBODY);
 	if (access(tcpbufctl_path(), X_OK))
 		SKIP("tcpbufctl not built: %s", tcpbufctl_path());
+	if (!kernel_has_peerpidfd())
+		SKIP("no SO_PEERPIDFD (Linux 6.5): tcpbufd serves only the administrator");
 	c1 = cg_rel(cg_create("c1"));
 	c2 = cg_rel(cg_create("c2"));
 	c3 = cg_rel(cg_create("c3"));

@@ -1592,3 +1592,34 @@ void test_skip(const char *fmt, ...)
 	fflush(stdout);
 	exit(77);
 }
+
+int kernel_has_peerpidfd(void)
+{
+	int sv[2], pidfd = -1, ok;
+	socklen_t len = sizeof(pidfd);
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv))
+		return 0;
+	ok = !getsockopt(sv[0], SOL_SOCKET, 77 /* SO_PEERPIDFD */, &pidfd, &len);
+	if (ok)
+		close(pidfd);
+	close(sv[0]);
+	close(sv[1]);
+	return ok;
+}
+
+double daemon_cpu_sec(void)
+{
+	char path[64], *s, *p;
+	unsigned long utime = 0, stime = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", daemon_pid());
+	s = file_read(path);
+	if (!s)
+		return 0;
+	p = strrchr(s, ')');
+	if (p)
+		sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %lu %lu", &utime, &stime);
+	free(s);
+	return (double)(utime + stime) / sysconf(_SC_CLK_TCK);
+}

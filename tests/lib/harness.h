@@ -205,6 +205,8 @@ int daemon_signal(int sig);
 pid_t daemon_pid(void);
 /* 1 if the daemon process is still alive (reaps it if it exited). */
 int daemon_alive(void);
+/* CPU time the daemon has used (user + system), in seconds; 0 if unknown. */
+double daemon_cpu_sec(void);
 /* Print the daemon log to stderr. */
 void daemon_dump_log(void);
 
@@ -221,6 +223,10 @@ const char *ctl_stderr(void);
 
 /* Split a command line into a NULL-terminated argv (malloc'd). */
 char **split_args(const char *s, int *argc);
+
+/* 1 if the kernel names a socket's peer by pidfd (SO_PEERPIDFD, Linux 6.5):
+ * before that tcpbufd serves only the administrator. */
+int kernel_has_peerpidfd(void);
 
 /* ---------------------------------------------------------------- files */
 
