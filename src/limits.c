@@ -279,9 +279,8 @@ int limits_apply(struct daemon *d)
 	struct enforce_cgroup *limited_cgs;
 	unsigned limited = 0;
 	__u64 key, next, *prev = NULL;
-	size_t i;
-
 	char why[512];
+	size_t i;
 
 	/* Refused before anything is written (daemon_reload() checks first). */
 	r = limits_nesting_check(d, &d->cfg, why, sizeof(why));
