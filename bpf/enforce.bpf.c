@@ -99,23 +99,6 @@ static __always_inline void cb_flags_set(struct bpf_sock_ops *skops, bool armed,
 	(se)->flags &= ~(TCPBUF_SE_LIMITED | TCPBUF_SE_SETTLED | TCPBUF_SE_SND_AT_CAP);			\
 })
 
-/* An armed socket's own sample (sockops_run()), in a callback: the verifier
- * checks the charge once, not once per path through the caps that follow. */
-struct self_sample {
-	struct sock_charge *sc;
-	struct sock *sk;
-};
-
-static long self_sample_run(__u64 i, void *ctx)
-{
-	struct self_sample *ss = ctx;
-
-	(void)i;
-	if (ss->sc && ss->sk && (ss->sc->enforce.flags & TCPBUF_SE_LIMITED))
-		sample_charge_to(ss->sc, sk_footprint_pages(ss->sk), SAMPLE_LAZY);
-	return 1;
-}
-
 /*
  * Attached once at the scope cgroup. A socket without a limited ancestor
  * costs one array lookup when it is established and nothing afterwards; one
@@ -194,11 +177,9 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 	 * linking the samplers and ingress: nothing else moves usage, and
 	 * caps from stale usage grant a writer its unsent bytes plus a fresh
 	 * share at every segment. An armed socket samples itself until then. */
-	if (accounting_mode == TCPBUF_MODE_SAMPLED && !near_linked()) {
-		struct self_sample ss = { .sc = sc, .sk = sk };
-
-		bpf_loop(1, self_sample_run, &ss, 0);
-	}
+	if (accounting_mode == TCPBUF_MODE_SAMPLED && (se->flags & TCPBUF_SE_LIMITED) &&
+	    !near_linked())
+		sample_charge_to(sc, sk_footprint_pages(sk), SAMPLE_LAZY);
 	near_before = caps_compute(sk, tp, sc, &c);
 	/* Nothing to do for it, nor to undo. */
 	if (!c.limited && !se->flags)
