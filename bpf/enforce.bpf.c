@@ -173,6 +173,13 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 	se = &sc->enforce;
 	if (!established && caps_still_settled(sk, tp, se))
 		return 1;
+	/* Sampled mode, a cgroup just near and the daemon not yet through
+	 * linking the samplers and ingress: nothing else moves usage, and
+	 * caps from stale usage grant a writer its unsent bytes plus a fresh
+	 * share at every segment. An armed socket samples itself until then. */
+	if (accounting_mode == TCPBUF_MODE_SAMPLED && (se->flags & TCPBUF_SE_LIMITED) &&
+	    !near_linked())
+		sample_charge_to(sc, sk_footprint_pages(sk), SAMPLE_LAZY);
 	near_before = caps_compute(sk, tp, sc, &c);
 	/* Nothing to do for it, nor to undo. */
 	if (!c.limited && !se->flags)
