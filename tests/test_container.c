@@ -148,14 +148,6 @@ static char *status_json(void)
 	return out;
 }
 
-static int64_t field(const char *json, const char *cg, const char *key)
-{
-	int64_t v = -1;
-	int r = json_cgroup_field(json, cg, key, &v);
-
-	return r == JSON_FOUND ? v : r == JSON_NULL ? -2 : -3;
-}
-
 static char *thresholds_file(void)
 {
 	char path[1024];
@@ -177,7 +169,7 @@ static char *state(void)
 	for (size_t i = 0; i < 3; i++) {
 		fprintf(f, "%s", cgs[i]);
 		for (size_t k = 0; k < 4; k++)
-			fprintf(f, " %" PRId64, field(json, cgs[i], keys[k]));
+			fprintf(f, " %" PRId64, json_cgroup_value(json, cgs[i], keys[k]));
 		fputc('\n', f);
 	}
 	files = dir_snapshot(daemon_confdir());
@@ -461,16 +453,16 @@ int main(int argc, char **argv)
 	EXPECT_EQ(r.code, 0);
 	run_free(&r);
 	json = status_json();
-	EXPECT_EQ(field(json, ct, "limit_pages"), 4096);
-	EXPECT_EQ(field(json, ct, "min_pages"), 2048);
-	EXPECT_EQ(field(json, ct, "pressure_pages"), 3072);
-	EXPECT_EQ(field(json, ct, "max_pages"), 4096);
+	EXPECT_EQ(json_cgroup_value(json, ct, "limit_pages"), 4096);
+	EXPECT_EQ(json_cgroup_value(json, ct, "min_pages"), 2048);
+	EXPECT_EQ(json_cgroup_value(json, ct, "pressure_pages"), 3072);
+	EXPECT_EQ(json_cgroup_value(json, ct, "max_pages"), 4096);
 	free(json);
 	ctl_in(&r, ROOTFUL, ct, "status --json");
 	EXPECT_EQ(r.code, 0);
 	EXPECT_TRUE(json_valid(r.out));
 	EXPECT_EQ(json_cgroup_count(r.out), 1);
-	EXPECT_EQ(field(r.out, "/", "pressure_pages"), 3072);
+	EXPECT_EQ(json_cgroup_value(r.out, "/", "pressure_pages"), 3072);
 	EXPECT_TRUE(strstr(r.out, "tcpbuf-test") == NULL);
 	run_free(&r);
 	ctl_in(&r, ROOTFUL, ct, "status");
@@ -503,9 +495,9 @@ int main(int argc, char **argv)
 	EXPECT_EQ(r.code, 0);
 	run_free(&r);
 	json = status_json();
-	EXPECT_EQ(field(json, ct, "limit_pages"), 4096);
-	EXPECT_EQ(field(json, ct, "max_pages"), 4096);
-	EXPECT_EQ(field(json, ct, "min_pages"), 2048);
+	EXPECT_EQ(json_cgroup_value(json, ct, "limit_pages"), 4096);
+	EXPECT_EQ(json_cgroup_value(json, ct, "max_pages"), 4096);
+	EXPECT_EQ(json_cgroup_value(json, ct, "min_pages"), 2048);
 	free(json);
 	t = thresholds_file();
 	EXPECT_EQ(count_lines_with(t, "\n/"), 0);
@@ -525,8 +517,8 @@ int main(int argc, char **argv)
 	}
 	msleep(500);
 	json = status_json();
-	EXPECT_EQ(field(json, ct2, "limit_pages"), 4096);
-	EXPECT_EQ(field(json, ct2, "max_pages"), 4096);
+	EXPECT_EQ(json_cgroup_value(json, ct2, "limit_pages"), 4096);
+	EXPECT_EQ(json_cgroup_value(json, ct2, "max_pages"), 4096);
 	free(json);
 	t = thresholds_file();
 	EXPECT_TRUE(strstr(t, ct2) == NULL);

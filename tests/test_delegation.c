@@ -125,14 +125,6 @@ static char *status_json(void)
 	return out;
 }
 
-static int64_t field(const char *json, const char *cg, const char *key)
-{
-	int64_t v = -1;
-	int r = json_cgroup_field(json, cg, key, &v);
-
-	return r == JSON_FOUND ? v : r == JSON_NULL ? -2 : -3;
-}
-
 /* The administrator's view of everything a refusal must leave alone. */
 static char *state(void)
 {
@@ -147,7 +139,7 @@ static char *state(void)
 		snprintf(cg, sizeof(cg), "%s%s", parent, cgs_rel[i]);
 		fprintf(f, "%s", cg);
 		for (size_t k = 0; k < 4; k++)
-			fprintf(f, " %" PRId64, field(json, cg, keys[k]));
+			fprintf(f, " %" PRId64, json_cgroup_value(json, cg, keys[k]));
 		fputc('\n', f);
 	}
 	files = dir_snapshot(daemon_confdir());
@@ -273,10 +265,10 @@ int main(void)
 
 	ASSERT_EQ(ctl(NULL, "set %s 1M 2M 4M", c2), 0);	/* the administrator may */
 	json = status_json();
-	EXPECT_EQ(field(json, c1, "limit_pages"), 16384);
-	EXPECT_EQ(field(json, c1, "max_pages"), 16384);
-	EXPECT_EQ(field(json, c2, "max_pages"), 1024);
-	EXPECT_EQ(field(json, c3, "limit_pages"), -3);
+	EXPECT_EQ(json_cgroup_value(json, c1, "limit_pages"), 16384);
+	EXPECT_EQ(json_cgroup_value(json, c1, "max_pages"), 16384);
+	EXPECT_EQ(json_cgroup_value(json, c2, "max_pages"), 1024);
+	EXPECT_EQ(json_cgroup_value(json, c3, "limit_pages"), -3);
 	free(json);
 
 	/* Its own status: its own subtree only. */
@@ -290,8 +282,8 @@ int main(void)
 		EXPECT_TRUE(!strncmp(name, c1, strlen(c1)) &&
 			    (name[strlen(c1)] == '\0' || name[strlen(c1)] == '/'));
 	}
-	EXPECT_EQ(field(r.out, c1, "limit_pages"), 16384);
-	EXPECT_EQ(field(r.out, c2, "limit_pages"), -3);
+	EXPECT_EQ(json_cgroup_value(r.out, c1, "limit_pages"), 16384);
+	EXPECT_EQ(json_cgroup_value(r.out, c2, "limit_pages"), -3);
 	run_free(&r);
 	refused("permission denied", "status %s", c2);
 	refused("permission denied", "status --json %s", parent);
@@ -306,10 +298,10 @@ int main(void)
 	EXPECT_EQ(r.code, 0);
 	run_free(&r);
 	json = status_json();
-	EXPECT_EQ(field(json, c1, "limit_pages"), 16384);
-	EXPECT_EQ(field(json, c1, "min_pages"), 2048);
-	EXPECT_EQ(field(json, c1, "pressure_pages"), 4096);
-	EXPECT_EQ(field(json, c1, "max_pages"), 8192);
+	EXPECT_EQ(json_cgroup_value(json, c1, "limit_pages"), 16384);
+	EXPECT_EQ(json_cgroup_value(json, c1, "min_pages"), 2048);
+	EXPECT_EQ(json_cgroup_value(json, c1, "pressure_pages"), 4096);
+	EXPECT_EQ(json_cgroup_value(json, c1, "max_pages"), 8192);
 	free(json);
 	ctl_as_nobody(&r, c1, "set %s 1 1 16384", c1);	/* MAX = the ceiling: allowed */
 	EXPECT_EQ(r.code, 0);
@@ -337,9 +329,9 @@ int main(void)
 	EXPECT_EQ(r.code, 0);
 	run_free(&r);
 	json = status_json();
-	EXPECT_EQ(field(json, c1, "limit_pages"), 16384);
-	EXPECT_EQ(field(json, c1, "max_pages"), 16384);
-	EXPECT_EQ(field(json, c1, "min_pages"), 8192);
+	EXPECT_EQ(json_cgroup_value(json, c1, "limit_pages"), 16384);
+	EXPECT_EQ(json_cgroup_value(json, c1, "max_pages"), 16384);
+	EXPECT_EQ(json_cgroup_value(json, c1, "min_pages"), 8192);
 	free(json);
 	free(before);
 	refused("ceiling", "unset %s", c1);
@@ -369,8 +361,8 @@ int main(void)
 	EXPECT_EQ(ctl(NULL, "set-limit %s 128M", c3), 0);
 	EXPECT_EQ(ctl(NULL, "unset %s", c2), 0);
 	json = status_json();
-	EXPECT_EQ(field(json, c3, "limit_pages"), 32768);
-	EXPECT_EQ(field(json, c2, "max_pages"), 16384);
+	EXPECT_EQ(json_cgroup_value(json, c3, "limit_pages"), 32768);
+	EXPECT_EQ(json_cgroup_value(json, c2, "max_pages"), 16384);
 	free(json);
 	EXPECT_TRUE(daemon_alive());
 	return test_done();

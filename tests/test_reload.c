@@ -71,14 +71,6 @@ static char *status_json(void)
 	return out;
 }
 
-static int64_t field(const char *json, const char *cg, const char *key)
-{
-	int64_t v = -1;
-	int r = json_cgroup_field(json, cg, key, &v);
-
-	return r == JSON_FOUND ? v : r == JSON_NULL ? -2 : -3;
-}
-
 static char *read_all(const char *path)
 {
 	char *s = file_read(path);
@@ -138,7 +130,7 @@ static char *limits_of(const char *json)
 		ASSERT_EQ(json_cgroup_name(json, i, name, sizeof(name)), JSON_FOUND);
 		fprintf(f, "%s", name);
 		for (size_t k = 0; k < 4; k++)
-			fprintf(f, " %" PRId64, field(json, name, keys[k]));
+			fprintf(f, " %" PRId64, json_cgroup_value(json, name, keys[k]));
 		fputc('\n', f);
 	}
 	fclose(f);
@@ -151,7 +143,7 @@ static char *limits_of(const char *json)
 static void check_usage(const char *json, const char *cg, const char *when)
 {
 	struct skmem_total k;
-	int64_t usage = field(json, cg, "usage_pages");
+	int64_t usage = json_cgroup_value(json, cg, "usage_pages");
 
 	ASSERT_OK(skmem_subtree(cg, &k));
 	if (llabs(usage - (int64_t)k.pages) > skmem_tolerance((int64_t)k.pages))
@@ -211,10 +203,11 @@ static void check_refusals(const struct bad_case *c, const char *file, const cha
 	if (strcmp(lim, baseline_limits))
 		test_log("limits changed:\n%s---\n%s", baseline_limits, lim);
 	check_usage(json, a, c->name);
-	EXPECT_GE(field(json, a, "peak_pages"), field(json0, a, "peak_pages"));
-	EXPECT_GE(field(json, a, "sockets"), 1);
-	EXPECT_EQ(field(json, a, "failcnt"), field(json0, a, "failcnt"));
-	EXPECT_EQ(field(json, a, "pressure_events"), field(json0, a, "pressure_events"));
+	EXPECT_GE(json_cgroup_value(json, a, "peak_pages"), json_cgroup_value(json0, a, "peak_pages"));
+	EXPECT_GE(json_cgroup_value(json, a, "sockets"), 1);
+	EXPECT_EQ(json_cgroup_value(json, a, "failcnt"), json_cgroup_value(json0, a, "failcnt"));
+	EXPECT_EQ(json_cgroup_value(json, a, "pressure_events"),
+		  json_cgroup_value(json0, a, "pressure_events"));
 	free(lim);
 	free(json);
 }
@@ -337,9 +330,9 @@ int main(void)
 	json0 = status_json();
 	baseline = limits_of(json0);
 	test_log("limits before:\n%s", baseline);
-	EXPECT_EQ(field(json0, a, "limit_pages"), 262144);
-	EXPECT_EQ(field(json0, a, "max_pages"), 65536);
-	EXPECT_EQ(field(json0, cg_create("c1"), "limit_pages"), 131072);
+	EXPECT_EQ(json_cgroup_value(json0, a, "limit_pages"), 262144);
+	EXPECT_EQ(json_cgroup_value(json0, a, "max_pages"), 65536);
+	EXPECT_EQ(json_cgroup_value(json0, cg_create("c1"), "limit_pages"), 131072);
 	check_usage(json0, a, "before");
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)

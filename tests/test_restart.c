@@ -46,14 +46,6 @@ static char *status_json(void)
 	return out;
 }
 
-static int64_t field(const char *json, const char *cg, const char *key)
-{
-	int64_t v = -1;
-	int r = json_cgroup_field(json, cg, key, &v);
-
-	return r == JSON_FOUND ? v : r == JSON_NULL ? -2 : -3;
-}
-
 /* w's entry of the pinned cgroup_usage map, read without the daemon. */
 static struct cgroup_usage pinned_usage(const char *cg)
 {
@@ -85,15 +77,15 @@ static struct load *stalled(const char *cg)
 static void check_limits(const char *json, const char *when)
 {
 	test_log("%s: t thresholds %" PRId64 "/%" PRId64 "/%" PRId64 " under %" PRId64
-		 ", s ceiling %" PRId64, when, field(json, t, "min_pages"),
-		 field(json, t, "pressure_pages"), field(json, t, "max_pages"),
-		 field(json, t, "limit_pages"), field(json, s, "limit_pages"));
-	EXPECT_EQ(field(json, t, "limit_pages"), 16384);
-	EXPECT_EQ(field(json, t, "min_pages"), 1024);
-	EXPECT_EQ(field(json, t, "pressure_pages"), 2048);
-	EXPECT_EQ(field(json, t, "max_pages"), 4096);
-	EXPECT_EQ(field(json, s, "limit_pages"), 8192);
-	EXPECT_EQ(field(json, w, "limit_pages"), 262144);
+		 ", s ceiling %" PRId64, when, json_cgroup_value(json, t, "min_pages"),
+		 json_cgroup_value(json, t, "pressure_pages"), json_cgroup_value(json, t, "max_pages"),
+		 json_cgroup_value(json, t, "limit_pages"), json_cgroup_value(json, s, "limit_pages"));
+	EXPECT_EQ(json_cgroup_value(json, t, "limit_pages"), 16384);
+	EXPECT_EQ(json_cgroup_value(json, t, "min_pages"), 1024);
+	EXPECT_EQ(json_cgroup_value(json, t, "pressure_pages"), 2048);
+	EXPECT_EQ(json_cgroup_value(json, t, "max_pages"), 4096);
+	EXPECT_EQ(json_cgroup_value(json, s, "limit_pages"), 8192);
+	EXPECT_EQ(json_cgroup_value(json, w, "limit_pages"), 262144);
 }
 
 int main(void)
@@ -144,10 +136,10 @@ int main(void)
 	lb = stalled(wb);
 	json = status_json();
 	exact = strstr(json, "\"mode\": \"exact\"") != NULL;
-	usage1 = field(json, w, "usage_pages");
-	peak1 = field(json, w, "peak_pages");
-	failcnt1 = field(json, w, "failcnt");
-	events1 = field(json, w, "pressure_events");
+	usage1 = json_cgroup_value(json, w, "usage_pages");
+	peak1 = json_cgroup_value(json, w, "peak_pages");
+	failcnt1 = json_cgroup_value(json, w, "failcnt");
+	events1 = json_cgroup_value(json, w, "pressure_events");
 	test_log("%s mode; before the kill: w usage %" PRId64 " peak %" PRId64 ", sock_diag %" PRIu64,
 		 exact ? "exact" : "sampled", usage1, peak1, oracle_pages(w));
 	EXPECT_NEAR(usage1, (int64_t)oracle_pages(w), skmem_tolerance(usage1));
@@ -199,14 +191,14 @@ int main(void)
 	ASSERT_EQ(daemon_start(""), 0);
 	EXPECT_EQ(daemon_log_count("adopted from pins"), 1);
 	json = status_json();
-	usage = field(json, w, "usage_pages");
+	usage = json_cgroup_value(json, w, "usage_pages");
 	test_log("after the restart: w usage %" PRId64 " peak %" PRId64 ", sock_diag %" PRIu64,
-		 usage, field(json, w, "peak_pages"), oracle_pages(w));
+		 usage, json_cgroup_value(json, w, "peak_pages"), oracle_pages(w));
 	EXPECT_NEAR(usage, (int64_t)oracle_pages(w), skmem_tolerance(usage));
-	EXPECT_GE(field(json, w, "peak_pages"), peak1);
-	EXPECT_GE(field(json, w, "peak_pages"), (int64_t)m2.peak_pages);
-	EXPECT_EQ(field(json, w, "failcnt"), failcnt1);
-	EXPECT_GE(field(json, w, "pressure_events"), events1);
+	EXPECT_GE(json_cgroup_value(json, w, "peak_pages"), peak1);
+	EXPECT_GE(json_cgroup_value(json, w, "peak_pages"), (int64_t)m2.peak_pages);
+	EXPECT_EQ(json_cgroup_value(json, w, "failcnt"), failcnt1);
+	EXPECT_GE(json_cgroup_value(json, w, "pressure_events"), events1);
 	check_limits(json, "after SIGKILL and restart");
 	free(json);
 
@@ -216,7 +208,7 @@ int main(void)
 	ASSERT_EQ(daemon_start(""), 0);
 	EXPECT_EQ(daemon_log_count("accounting attached at"), 2);
 	json = status_json();
-	usage = field(json, w, "usage_pages");
+	usage = json_cgroup_value(json, w, "usage_pages");
 	test_log("fresh start: w usage %" PRId64 ", sock_diag %" PRIu64, usage, oracle_pages(w));
 	EXPECT_NEAR(usage, (int64_t)oracle_pages(w), skmem_tolerance(usage));
 	check_limits(json, "after a fresh start");

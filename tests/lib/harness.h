@@ -270,6 +270,8 @@ int json_int_field(const char *json, const char *key, int64_t *out);
 int json_cgroup_field(const char *json, const char *cgroup, const char *key, int64_t *out);
 int json_cgroup_string(const char *json, const char *cgroup, const char *key,
 		       char *buf, size_t len);
+/* json_cgroup_field()'s value, or -2 where it is null and -3 where it is missing or bad. */
+int64_t json_cgroup_value(const char *json, const char *cgroup, const char *key);
 /* Number of entries in "cgroups" (JSON_BAD / JSON_MISSING if not there). */
 int json_cgroup_count(const char *json);
 /* "cgroup" name of entry idx; JSON_FOUND or an error. */

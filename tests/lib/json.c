@@ -392,6 +392,14 @@ int json_cgroup_field(const char *json, const char *cgroup, const char *key, int
 	return o ? value_int(member(o, key), out) : err;
 }
 
+int64_t json_cgroup_value(const char *json, const char *cgroup, const char *key)
+{
+	int64_t v = -1;
+	int r = json_cgroup_field(json, cgroup, key, &v);
+
+	return r == JSON_FOUND ? v : r == JSON_NULL ? -2 : -3;
+}
+
 int json_cgroup_string(const char *json, const char *cgroup, const char *key,
 		       char *buf, size_t len)
 {
