@@ -141,11 +141,7 @@ static void run_free(struct run *r)
 
 static char *status_json(void)
 {
-	char *out = NULL;
-
-	ASSERT_EQ(ctl(&out, "status --json %s", parent), 0);
-	ASSERT_TRUE(json_valid(out));
-	return out;
+	return status_json_of(parent);
 }
 
 static char *thresholds_file(void)

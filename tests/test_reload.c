@@ -64,11 +64,7 @@ static const char *main_conf_text;
 
 static char *status_json(void)
 {
-	char *out = NULL;
-
-	ASSERT_EQ(ctl(&out, "status --json %s", parent_rel), 0);
-	ASSERT_TRUE(json_valid(out));
-	return out;
+	return status_json_of(parent_rel);
 }
 
 static char *read_all(const char *path)

@@ -39,11 +39,7 @@ static const char *w, *t, *s;
 
 static char *status_json(void)
 {
-	char *out = NULL;
-
-	ASSERT_EQ(ctl(&out, "status --json %s", cg_rel(cg_test_parent())), 0);
-	ASSERT_TRUE(json_valid(out));
-	return out;
+	return status_json_of(cg_rel(cg_test_parent()));
 }
 
 /* w's entry of the pinned cgroup_usage map, read without the daemon. */

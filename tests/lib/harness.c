@@ -1220,6 +1220,15 @@ static void sbuf_add(struct sbuf *b, const char *s, size_t n)
 	b->p[b->len] = 0;
 }
 
+char *status_json_of(const char *cgroup)
+{
+	char *out = NULL;
+
+	ASSERT_EQ(ctl(&out, "status --json %s", cgroup), 0);
+	ASSERT_TRUE(json_valid(out));
+	return out;
+}
+
 int ctl(char **out, const char *fmt, ...)
 {
 	const char *bin = tcpbufctl_path();

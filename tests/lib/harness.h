@@ -270,6 +270,8 @@ int json_int_field(const char *json, const char *key, int64_t *out);
 int json_cgroup_field(const char *json, const char *cgroup, const char *key, int64_t *out);
 int json_cgroup_string(const char *json, const char *cgroup, const char *key,
 		       char *buf, size_t len);
+/* `status --json CGROUP` from the daemon, checked to be valid JSON (asserts). */
+char *status_json_of(const char *cgroup);
 /* json_cgroup_field()'s value, or -2 where it is null and -3 where it is missing or bad. */
 int64_t json_cgroup_value(const char *json, const char *cgroup, const char *key);
 /* Number of entries in "cgroups" (JSON_BAD / JSON_MISSING if not there). */
