@@ -42,6 +42,8 @@ static __always_inline int cb_flags_wanted(int flags, bool armed, bool limited)
  * Apply caps to one socket. @ctx is what bpf_setsockopt wants in the calling
  * program type (struct bpf_sock_ops * or the socket itself in iter/tcp).
  * SO_*BUF take half the size: the kernel doubles the value.
+ * A macro, not an inline function: clang lays out the function's stack so
+ * that the verifier walks many more states in enforce_sockops.
  */
 #define caps_apply(ctx, sk, c, se) ({						\
 	__s64 snd_ = sndbuf_target(sk, c, se), rcv_ = rcvbuf_target(sk, c, se);	\
@@ -75,24 +77,23 @@ static __always_inline int cb_flags_wanted(int flags, bool armed, bool limited)
  * would grow them any more; from then on the kernel sizes it. A path apart
  * from caps_apply(), so the verifier walks each alone.
  */
-#define caps_release(ctx, sk, se) ({						\
-	int v_;									\
-										\
-	notice_user_change(sk, se);						\
-	if ((se)->flags & TCPBUF_SE_SNDBUF_SET) {				\
-		v_ = ((se)->user_locks & TCPBUF_SNDBUF_LOCK ? (se)->user_sndbuf	\
-							     : sndbuf_ceiling) >> 1; \
-		if (!bpf_setsockopt(ctx, SOL_SOCKET, SO_SNDBUF, &v_, sizeof(v_))) \
-			(se)->set_sndbuf = (sk)->sk_sndbuf;			\
-	}									\
-	if ((se)->flags & TCPBUF_SE_RCVBUF_SET) {				\
-		v_ = ((se)->user_locks & TCPBUF_RCVBUF_LOCK ? (se)->user_rcvbuf	\
-							     : rcvbuf_ceiling) >> 1; \
-		if (!bpf_setsockopt(ctx, SOL_SOCKET, SO_RCVBUF, &v_, sizeof(v_))) \
-			(se)->set_rcvbuf = (sk)->sk_rcvbuf;			\
-	}									\
-	(se)->state = TCPBUF_STATE_NORMAL;					\
-	(se)->flags &= ~(TCPBUF_SE_LIMITED | TCPBUF_SE_SETTLED | TCPBUF_SE_SND_AT_CAP);			\
-})
+static __always_inline void caps_release(void *ctx, struct sock *sk, struct sock_enforce *se)
+{
+	int val;
+
+	notice_user_change(sk, se);
+	if (se->flags & TCPBUF_SE_SNDBUF_SET) {
+		val = (se->user_locks & TCPBUF_SNDBUF_LOCK ? se->user_sndbuf : sndbuf_ceiling) >> 1;
+		if (!bpf_setsockopt(ctx, SOL_SOCKET, SO_SNDBUF, &val, sizeof(val)))
+			se->set_sndbuf = sk->sk_sndbuf;
+	}
+	if (se->flags & TCPBUF_SE_RCVBUF_SET) {
+		val = (se->user_locks & TCPBUF_RCVBUF_LOCK ? se->user_rcvbuf : rcvbuf_ceiling) >> 1;
+		if (!bpf_setsockopt(ctx, SOL_SOCKET, SO_RCVBUF, &val, sizeof(val)))
+			se->set_rcvbuf = sk->sk_rcvbuf;
+	}
+	se->state = TCPBUF_STATE_NORMAL;
+	se->flags &= ~(TCPBUF_SE_LIMITED | TCPBUF_SE_SETTLED | TCPBUF_SE_SND_AT_CAP);
+}
 
 #endif /* TCPBUF_ENFORCE_SOCKET_BPF_H */
