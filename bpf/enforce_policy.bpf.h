@@ -560,37 +560,6 @@ static __always_inline bool buf_differs(__s64 cur, __s64 target, bool owned)
 }
 
 /*
- * Apply caps to one socket. @ctx is what bpf_setsockopt wants in the calling
- * program type (struct bpf_sock_ops * or the socket itself in iter/tcp).
- * SO_*BUF take half the size: the kernel doubles the value.
- */
-#define caps_apply(ctx, sk, c, se) ({						\
-	__s64 snd_ = sndbuf_target(sk, c, se), rcv_ = rcvbuf_target(sk, c, se);	\
-	int val_;								\
-										\
-	if (buf_differs((sk)->sk_sndbuf, snd_, (se)->flags & TCPBUF_SE_SNDBUF_SET) && \
-	    ((c)->limited || ((se)->flags & TCPBUF_SE_SNDBUF_SET))) {		\
-		val_ = snd_ > 0 ? snd_ >> 1 : 0;					\
-		if (!bpf_setsockopt(ctx, SOL_SOCKET, SO_SNDBUF, &val_, sizeof(val_))) { \
-			(se)->flags |= TCPBUF_SE_SNDBUF_SET;			\
-			(se)->set_sndbuf = (sk)->sk_sndbuf;			\
-		}								\
-	}									\
-	if (rcv_ >= 0 && buf_differs((sk)->sk_rcvbuf, rcv_, (se)->flags & TCPBUF_SE_RCVBUF_SET)) { \
-		val_ = rcv_ > 0 ? rcv_ >> 1 : 0;					\
-		if (!bpf_setsockopt(ctx, SOL_SOCKET, SO_RCVBUF, &val_, sizeof(val_))) { \
-			(se)->flags |= TCPBUF_SE_RCVBUF_SET;			\
-			(se)->set_rcvbuf = (sk)->sk_rcvbuf;			\
-		}								\
-	}									\
-	(se)->state = (c)->state;						\
-	if ((c)->limited)							\
-		(se)->flags |= TCPBUF_SE_LIMITED;				\
-	else									\
-		(se)->flags &= ~TCPBUF_SE_LIMITED;				\
-})
-
-/*
  * A socket whose caps cannot change soon has them recomputed only about once
  * a millisecond (TCPBUF_SETTLED_RECHECK_T), or at once when something only
  * a full pass handles happens (caps_still_settled()), a state change of any

@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * enforce_ingress: refuses data that would take a cgroup past max (attached
+ * only to cgroups with limits); sampled mode charges the segment here.
+ */
+#ifndef TCPBUF_ENFORCE_INGRESS_BPF_H
+#define TCPBUF_ENFORCE_INGRESS_BPF_H
+
+#include "enforce_policy.bpf.h"
+#include "timehist.bpf.h"
+#include <bpf/bpf_endian.h>
+
+#define ETH_P_IP_NUM		0x0800
+#define ETH_P_IPV6_NUM		0x86DD
+
+/* Bytes of TCP payload in the segment (skb->data is the network header);
+ * *seq gets its sequence number. */
+static __always_inline int tcp_payload_len(struct __sk_buff *skb, __u32 *seq)
+{
+	__u32 nh = 0, doff_byte = 0;
+	__u8 b0 = 0;
+
+	if (skb->protocol == bpf_htons(ETH_P_IP_NUM)) {
+		if (bpf_skb_load_bytes(skb, 0, &b0, 1))
+			return 1;
+		nh = (b0 & 0xf) * 4;
+	} else if (skb->protocol == bpf_htons(ETH_P_IPV6_NUM)) {
+		nh = 40;	/* extension headers: counted as payload below, harmless */
+	} else {
+		return 1;
+	}
+	if (bpf_skb_load_bytes(skb, nh + 12, &doff_byte, 1) ||
+	    bpf_skb_load_bytes(skb, nh + 4, seq, 4))
+		return 1;
+	*seq = bpf_ntohl(*seq);
+	return (int)skb->len - (int)nh - (int)((doff_byte & 0xf0) >> 2);
+}
+
+extern void *bpf_cast_to_kern_ctx(void *obj) __ksym __weak;
+
+/*
+ * Ingress refusal at max. Only segments with payload are refused: ACKs, SYNs
+ * and bare FINs pass, so the connection itself never stalls. A refused
+ * segment never reaches TCP; the peer keeps it and sends it again, so
+ * nothing is lost. A socket with nothing queued is not refused (up to a
+ * slack of max/32), so a full cgroup cannot starve a reader.
+ */
+struct ingress_walk {
+	struct ancestry a;
+	__s64 pages;		/* what the segment adds to usage: it and the socket's
+				 * backlog (sampled mode: less what is charged) */
+	__s64 rmem;		/* the socket's receive memory, bytes */
+	bool refused;
+};
+
+/*
+ * One limited level: refuse what would take usage past max, less the room
+ * kept for the subtree's writers (failcnt counts it). Windows are kept
+ * within the headroom (enforce_policy.bpf.h), so this is the backstop for
+ * what was promised before a cap, not the usual brake.
+ */
+static long ingress_walk_level(__u64 i, void *ctx)
+{
+	struct ingress_walk *w = ctx;
+	const struct cgroup_limits *l;
+	struct cgroup_usage *u;
+	__s64 want, max;
+	__u64 id;
+
+	if (!walk_level(&w->a, i, &id))
+		return 1;
+	/* The entry's copy of the limits, as ingress_near_max(). */
+	u = bpf_map_lookup_elem(&cgroup_usage, &id);
+	if (!u || !u->limits.max_pages)
+		return 0;
+	l = &u->limits;
+	want = u->usage_pages + w->pages;
+	max = max_effective(u, want);
+	if (want > max) {
+		/* A socket with nothing queued still gets the segment, up to
+		 * a small slack past max (the kernel forces memory for an
+		 * empty queue too): refused, its peer backs off its
+		 * retransmission timer, and while other sockets keep the
+		 * cgroup full it might not get a turn for minutes. */
+		/* Measured from max itself, not from max less the
+		 * writers' reserve: with both ends inside, what the writers
+		 * already queued counts in usage and can only drain through
+		 * such sockets; a bound under it refused it for good. */
+		if (w->rmem == 0 && want <= (__s64)l->max_pages + (__s64)(l->max_pages >> 5))
+			return 0;
+		__sync_fetch_and_add(&u->failcnt, 1);
+		/* Refusing is being at max, though usage stays just under it. */
+		cgroup_state_update(id, u, want);
+		w->refused = true;
+		return 1;
+	}
+	return 0;
+}
+
+/* Whether the segment carries anything TCP has not received yet. */
+static __always_inline bool tcp_new_data(const struct tcp_sock *tp, __u32 seq, int len)
+{
+	return (__s32)(seq + len - tp->rcv_nxt) > 0;
+}
+
+/*
+ * Whether TCP will most likely queue this new data: in the window, and the
+ * socket not over sk_rcvbuf (past it tcp_data_queue drops, unless the queue
+ * is empty or collapsing it makes room). Sampled mode charges a segment at
+ * ingress only then: a charge for a segment TCP drops would stay until the
+ * socket's next sample.
+ */
+static __always_inline bool tcp_would_queue(struct sock *sk, const struct tcp_sock *tp,
+					    __u32 seq)
+{
+	__u32 wnd_end = tp->rcv_wup + tp->rcv_wnd;
+	int rmem = sk->sk_backlog.rmem_alloc.counter;
+
+	if ((__s32)(seq - wnd_end) >= 0)
+		return false;
+	return rmem == 0 || rmem <= sk->sk_rcvbuf;
+}
+
+/*
+ * Whether @extra pages more could be refused: some limited ancestor of the
+ * socket is at max, or would pass the point where the writers' reserve
+ * starts to count against max (max_effective()). Short of that, ingress has
+ * nothing to decide: in sampled mode it charges what the socket would hold
+ * (a crossing of pressure is seen by that charge, as by any other), in exact
+ * mode the kernel's charge does. This keeps ingress at a few lookups per
+ * segment everywhere but right under max, in pressure too. *@clear: every
+ * level is also below its watch point (max_watch_point()), so the next
+ * segments may trust this look until enforce_ctl.state_gen moves.
+ */
+static __always_inline bool ingress_near_max(const struct sock_charge *sc, __u32 levels,
+					     __s64 extra, bool *clear)
+{
+	__u32 n = sc->levels;
+	int i;
+
+	*clear = true;
+	for (i = 0; i < TCPBUF_MAX_DEPTH; i++) {
+		struct cgroup_usage *u;
+		__u64 id;
+
+		if (i >= n)
+			break;
+		if (!(levels & (1U << i)))
+			continue;
+		id = sc->ancestors[i];
+		/* The entry's copy of the limits: one lookup per level. */
+		u = bpf_map_lookup_elem(&cgroup_usage, &id);
+		if (!u) {
+			*clear = false;	/* limited, but no usage yet: look again */
+			continue;
+		}
+		if (!u->limits.max_pages)
+			continue;
+		if (u->state == TCPBUF_STATE_MAX ||
+		    u->usage_pages + extra >= reserve_point(u->limits.max_pages))
+			return true;
+		if (u->max_watch ||
+		    u->usage_pages + extra >= max_watch_point(u->limits.max_pages))
+			*clear = false;
+	}
+	return false;
+}
+
+/*
+ * The socket's footprint in pages once TCP has queued @bytes more. TCP takes
+ * them out of sk_forward_alloc first and raises that by whole pages only for
+ * the rest, so a segment that fits in the forward allocation adds nothing
+ * (a request/response reader's next message, always).
+ */
+static __always_inline __s64 footprint_with_pages(const struct sock *sk, __s64 bytes)
+{
+	__s64 fwd = sk->sk_forward_alloc;
+	__s64 held = fwd + sk->sk_wmem_queued + sk->sk_backlog.rmem_alloc.counter;
+
+	if (fwd < 0)
+		fwd = 0;
+	if (bytes > fwd)
+		held += bytes - fwd;
+	if (held <= 0)
+		return 0;
+	return (held + TCPBUF_PAGE_SIZE - 1) >> TCPBUF_PAGE_SHIFT;
+}
+
+static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
+{
+	struct tcpbuf_enforce_ctl *ctl = enforce_ctl_get();
+	struct bpf_sock *bsk = skb->sk;
+	struct ingress_walk w = {};
+	struct sock_charge *sc;
+	struct tcp_sock *tp;
+	struct sock *sk;
+	__s64 uncharged = 0, with = 0;
+	__u32 seq = 0, gen;
+	bool near_max, stale, clear;
+	int len;
+
+	if (!bsk || !ctl || !ctl->limited_cgroups)
+		return 1;
+	tp = bpf_skc_to_tcp_sock(bsk);	/* full TCP sockets only */
+	if (!tp)
+		return 1;
+	sk = (struct sock *)tp;
+	/* Not armed: every limited ancestor is far, nothing it receives can
+	 * matter (tcpbuf_near_next()). */
+	sc = sock_armed_charge(sk);
+	if (!sc)
+		return 1;
+	/* What this segment adds, and what already waits in the socket's
+	 * backlog (its reader holds the lock): neither is charged yet, in
+	 * either mode, and a slow reader can let the backlog grow large. */
+	w.pages = (truesize + sk->sk_backlog.len + TCPBUF_PAGE_SIZE - 1) >> TCPBUF_PAGE_SHIFT;
+	/* Sampled mode: what the socket would hold with the segment beyond
+	 * what it has charged (a reader's kept page often covers it). */
+	if (accounting_mode == TCPBUF_MODE_SAMPLED) {
+		with = footprint_with_pages(sk, truesize + sk->sk_backlog.len);
+		uncharged = with - sc->charged_pages;
+	}
+	/* Every limited level was clear of max at its last look and no
+	 * cgroup's usage has come near max since (nor any state or limit
+	 * changed): nothing to look up. The lookups were ~110 of a segment's
+	 * ~145 ns here. Read before the look that may renew the trust, so a
+	 * charge crossing meanwhile leaves it stale. */
+	gen = *(volatile __u32 *)&ctl->state_gen;
+	if (gen && sc->max_clear_gen == gen && w.pages <= TCPBUF_INGRESS_TRUST_PAGES) {
+		near_max = false;
+	} else {
+		/* The levels its last caps walk found limited (armed sockets
+		 * have one at every segment). */
+		near_max = ingress_near_max(sc, limited_levels_of(sc, ctl, &stale),
+					    uncharged > 0 ? uncharged : 0, &clear);
+		if (clear && !near_max && sc->max_clear_gen != gen)
+			sc->max_clear_gen = gen;
+	}
+	/* Nothing to refuse and nothing to charge: the common case of
+	 * request/response traffic, a few lookups. */
+	if (!near_max && uncharged <= 0)
+		return 1;
+	len = tcp_payload_len(skb, &seq);
+	if (len <= 0)
+		return 1;
+	if (!tcp_new_data(tp, seq, len))
+		return 1;	/* a duplicate: TCP ignores it, nothing to refuse */
+	if (near_max) {
+		w.rmem = sk->sk_backlog.rmem_alloc.counter;
+		/* Sampled mode: usage has this socket at what it charged; what
+		 * it would hold with the segment (counted as when it was
+		 * charged before) is what the walk adds, and what is charged
+		 * below if the segment passes: one charge, not a fresh sample
+		 * and then the segment's. */
+		with = sk_footprint_pages(sk) + w.pages;
+		if (accounting_mode == TCPBUF_MODE_SAMPLED)
+			w.pages = with - sc->charged_pages;
+		w.a.sc = sc;
+		bpf_loop(TCPBUF_MAX_DEPTH, ingress_walk_level, &w, 0);
+		if (w.refused)
+			return 0;
+	}
+	/* Sampled mode: charge the segment now, so every socket's charge
+	 * covers what it holds and usage is never behind by a segment per
+	 * socket of the subtree (which is what makes skipping the walk above
+	 * sound). The next sample of the socket corrects this to what TCP
+	 * really queued. */
+	if (accounting_mode == TCPBUF_MODE_SAMPLED && tcp_would_queue(sk, tp, seq))
+		sample_charge_to(sc, with, SAMPLE_LAZY);
+	return 1;
+}
+
+/* Kernel >= 6.2: the skb's real truesize. */
+SEC("cgroup_skb/ingress")
+int enforce_ingress(struct __sk_buff *skb)
+{
+	struct sk_buff *kskb = bpf_cast_to_kern_ctx(skb);
+	int verdict;
+
+	TIMEHIST_START();
+	verdict = ingress_check(skb, kskb->truesize);
+	TIMEHIST_END(TH_INGRESS);
+	return verdict;
+}
+
+/* Older kernels: payload plus a typical skb overhead. The loader picks one. */
+SEC("cgroup_skb/ingress")
+int enforce_ingress_compat(struct __sk_buff *skb)
+{
+	return ingress_check(skb, (__s64)skb->len + 1024);
+}
+
+#endif /* TCPBUF_ENFORCE_INGRESS_BPF_H */

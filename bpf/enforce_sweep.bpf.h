@@ -1,0 +1,177 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * enforce_sweep (iter/tcp) and target_collect (iter/cgroup): caps for every
+ * existing socket concerned, run by the daemon right after a state change or
+ * a change of limits.
+ */
+#ifndef TCPBUF_ENFORCE_SWEEP_BPF_H
+#define TCPBUF_ENFORCE_SWEEP_BPF_H
+
+#include "enforce_socket.bpf.h"
+#include "ancestry_renew.bpf.h"
+
+/* Set by the daemon before each sweep: 1 after a change of limits (any
+ * socket swept may have gained a limited ancestor), 0 after state changes
+ * (only sockets tcpbufd already sizes are concerned; new ones get their caps
+ * when they are established). */
+__u32 sweep_all;
+
+/* After state changes, when the daemon has read every change (nothing was
+ * dropped from the ring buffer), or after a change of limits to a few
+ * cgroups: those cgroups and their descendants. Only their sockets' caps
+ * move, and on a host of 100,000 sockets a sweep that sizes every socket of
+ * every limited cgroup costs more than the walk itself. */
+__u32 sweep_targeted;
+
+/*
+ * A target's key: the address of its struct cgroup where the kernel has
+ * iter/cgroup (>= 6.1; sweep_by_pointer), else its cgroup id. By address,
+ * target_collect() below fills the table with each changed cgroup's subtree
+ * and a socket is looked up by the pointer it carries, without reading its
+ * cgroup and the cgroup's kernfs node: with 100,000 sockets in 10,000
+ * cgroups those two cold lines per socket were most of the sweep's own time.
+ * By id, the daemon fills it from its view of the tree.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, TCPBUF_SWEEP_TARGETS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64);
+	__type(value, __u8);
+} sweep_targets SEC(".maps");
+
+__u32 sweep_by_pointer;
+__u32 sweep_targets_full;	/* target_collect() ran out of room: sweep them all */
+
+/* Run by the daemon over the subtree of each cgroup that changed. */
+SEC("iter/cgroup")
+int target_collect(struct bpf_iter__cgroup *ctx)
+{
+	__u64 key = (__u64)ctx->cgroup;
+	__u8 one = 1;
+
+	if (key && bpf_map_update_elem(&sweep_targets, &key, &one, BPF_ANY))
+		sweep_targets_full = 1;
+	return 0;
+}
+
+/*
+ * Whether the socket's own cgroup is among the targets (the daemon puts each
+ * changed cgroup's descendants there too): one lookup, no walk, which the
+ * sweep's verifier budget has no room for, in a table small enough to stay
+ * in cache, although nearly every lookup misses. Without iter/cgroup, by
+ * the cgroup's id, read from the socket rather than from its storage (one
+ * line of the socket and the cgroup's, shared by its sockets, where the
+ * storage lookup is three).
+ */
+static __always_inline bool sweep_concerns(struct sock *sk)
+{
+	struct cgroup *cg;
+	__u64 key;
+
+	if (!sweep_targeted)
+		return true;
+	cg = sk_cgroup(sk);
+	if (!cg)
+		return true;
+	/* Plain loads, not probe reads: the iterator's socket is a
+	 * trusted pointer, and this runs for every socket. */
+	key = sweep_by_pointer ? (__u64)cg : cg->kn->id;
+	return bpf_map_lookup_elem(&sweep_targets, &key) != NULL;
+}
+
+/*
+ * Load now the lines of the socket the pass reads after the storage lookup
+ * (sk_rcvbuf and sk_userlocks, sk_sndbuf, max_window, bytes_sent: four
+ * lines, cold in a walk of 100,000 sockets), so that their misses overlap
+ * the lookup's three dependent ones instead of following them. Nothing uses
+ * the values: the empty asm keeps the loads. Full sweep, 100,000 sockets in
+ * 10,000 near cgroups: 81-92 ms before, 71-80 after (docs/PERFORMANCE.md).
+ */
+static __always_inline void sweep_touch(struct sock *sk, struct tcp_sock *tp)
+{
+	__u64 a = sk->sk_rcvbuf, b = sk->sk_sndbuf, c = tp->max_window, d = tp->bytes_sent;
+
+	asm volatile("" :: "r"(a), "r"(b), "r"(c), "r"(d));
+}
+
+/* cb_flags_set() from an iterator: through setsockopt (kernel >= 6.11). */
+static __always_inline void sweep_cb_flags_set(struct tcp_sock *tp, bool armed, bool limited)
+{
+	int want = cb_flags_wanted(tp->bpf_sock_ops_cb_flags, armed, limited);
+
+	if (want != tp->bpf_sock_ops_cb_flags)
+		bpf_setsockopt(tp, SOL_TCP, TCP_BPF_SOCK_OPS_CB_FLAGS, &want, sizeof(want));
+}
+
+/*
+ * Run by the daemon after a state change or a change of limits: brings every
+ * socket to the caps of its ancestors' current states (capping in pressure
+ * and max, lifting in normal).
+ */
+SEC("iter/tcp")
+int enforce_sweep(struct bpf_iter__tcp *ctx)
+{
+	struct sock_common *skc = ctx->sk_common;
+	struct sock_enforce *se;
+	struct sock_charge *sc;
+	struct tcp_sock *tp;
+	struct sock *sk;
+	struct caps c;
+	bool armed, near;
+	int counted;
+
+	if (!skc || !sock_ops_connected(skc->skc_state))
+		return 0;
+	tp = bpf_skc_to_tcp_sock(skc);
+	if (!tp)
+		return 0;
+	sk = (struct sock *)tp;
+	if (!sweep_concerns(sk))
+		return 0;
+	sweep_touch(sk, tp);
+	/* A socket tcpbufd never sized has no limited ancestor, unless limits
+	 * just changed: skip it cheaply (hosts hold 100,000s of sockets). */
+	sc = sock_charge_get(sk, false);
+	/* After a change of limits: the cgroups it charges, first. */
+	if (sc && sweep_all)
+		ancestry_renew(sk, sc);
+	if ((!sc || !sc->enforce.flags) && (!sweep_all || !ancestry_has_limits(sk, sc)))
+		return 0;
+	if (!sc)
+		sc = sock_charge_get(sk, true);
+	if (!sc)
+		return 0;
+	if (accounting_mode == TCPBUF_MODE_SAMPLED)
+		sample_charge_to(sc, sk_footprint_pages(sk), SAMPLE_EXACT);
+	near = caps_compute(sk, tp, sc, &c);
+	se = &sc->enforce;
+	armed = se->flags & TCPBUF_SE_LIMITED;
+	counted = socket_count_update(sc, tp, c.limited);
+	if (counted >= 0)
+		near = counted;
+	/* Its limited ancestors all far: counted, left to the kernel but for
+	 * the close, as sockops_run() leaves it. Released here, not only at
+	 * its next segment: before 6.11 a socket that predates the limits
+	 * gets no per-segment callback and stayed armed. */
+	if (c.limited && !near) {
+		if (armed)
+			caps_release(sk, sk, se);
+		sweep_cb_flags_set(tp, false, true);
+		return 0;
+	}
+	enforce_init(sk, se);
+	notice_user_change(sk, se);
+	caps_apply(sk, sk, &c, se);
+	caps_settled_note(sk, tp, se, &c);
+	/* Armed before and still limited: its callbacks were set when it was
+	 * armed (a cache line of the socket fewer to read). */
+	if (armed && c.limited)
+		return 0;
+	/* Sockets that predate the limits get the per-segment callback too
+	 * (TCP_BPF_SOCK_OPS_CB_FLAGS, kernel >= 6.11; older ones: sweeps only). */
+	sweep_cb_flags_set(tp, c.limited, c.limited);
+	return 0;
+}
+
+#endif /* TCPBUF_ENFORCE_SWEEP_BPF_H */

@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * State events from the programs: read from the ring buffer, answered by
+ * linking or unlinking and a sweep, paced so a flapping cgroup cannot take
+ * the daemon's core; far again, unlinked after a hold.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/libbpf.h>
+#include <time.h>
+#include <sys/timerfd.h>
+#include "log.h"
+#include "loader.h"
+#include "status.h"
+#include "enforcer.h"
+
+static void oneshot_arm(struct oneshot *t, double ms)
+{
+	long ns = (long)(ms * 1e6) + 1;
+	struct itimerspec its = {
+		.it_value.tv_sec = ns / 1000000000L,
+		.it_value.tv_nsec = ns % 1000000000L,
+	};
+
+	if (!t->armed && !timerfd_settime(t->fd, 0, &its, NULL))
+		t->armed = true;
+}
+
+/* Whether it fired (its fd was readable: read it), disarmed then. */
+static bool oneshot_fired(struct oneshot *t)
+{
+	uint64_t n;
+
+	if (read(t->fd, &n, sizeof(n)) != sizeof(n))
+		return false;
+	t->armed = false;
+	return true;
+}
+
+static double mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+/* -------------------------------------------------------------- events */
+
+/*
+ * Near and far events are told apart here, so that however many come in a
+ * batch none is lost: far is a flag, and near needs a sweep (a place in the
+ * batch) only with sockets besides the one whose count made the cgroup
+ * near, which arms itself as it is counted. (A socket counted at the same
+ * moment on another CPU reads near after its own count too: sockops_run().)
+ */
+int on_event(void *ctx, void *data, size_t len)
+{
+	const struct tcpbuf_state_event *ev = data;
+	struct enforcer *e = ctx;
+
+	if (len < sizeof(*ev))
+		return 0;
+	if (ev->kind == TCPBUF_EVENT_NEAR) {
+		if (!ev->new_state) {
+			e->far_seen = true;
+			return 0;
+		}
+		e->near_up = true;
+		if (ev->usage_pages <= 1)
+			return 0;	/* its only socket arms itself */
+	}
+	if (e->n_batch < MAX_EVENTS_PER_BATCH)
+		memcpy(&e->batch[e->n_batch++], data, sizeof(e->batch[0]));
+	else
+		e->dropped++;
+	return 0;
+}
+
+/* One state change: the structured, rate-limited log entry (log.c), then
+ * how long after the crossing the caps were on every existing socket. */
+static void report_state_change(const struct enforcer *e, const struct tcpbuf_state_event *ev,
+				const char *path, double reaction_ms)
+{
+	char buf[64];
+
+	if (!path) {
+		snprintf(buf, sizeof(buf), "cgroup %llu", (unsigned long long)ev->cgroup_id);
+		path = buf;
+	}
+	log_state_change(path, tcpbuf_state_name(ev->new_state), ev->usage_pages,
+			 ev->threshold_pages, tcpbuf_mode_name(e->mode));
+	log_debug("%s: %s -> %s at usage %lld pages (threshold %llu); caps applied %.2f ms after the crossing",
+		  path, tcpbuf_state_name(ev->old_state), tcpbuf_state_name(ev->new_state),
+		  (long long)ev->usage_pages, (unsigned long long)ev->threshold_pages, reaction_ms);
+}
+
+#define NEAR_HOLD_MS	1000
+
+/*
+ * Sweeps for events are paced, so that a cgroup flapping at a threshold
+ * cannot take the daemon's core: a TCP_STREAM under a 256 KiB pressure
+ * threshold changed state 136-1,770 times a second, and every sweep walks
+ * every socket of the host (0.4 ms with none, 38-74 ms with 100,000); the
+ * daemon took up to 93% of a core. Armed sockets take the new state at their
+ * next segment anyway; the sweep is for the others. The next sweep waits
+ * until SWEEP_GAP_RATIO times what the last one took (and SWEEP_GAP_MIN_MS)
+ * has passed since it ended: sweeps then take at most a fifth of a core, and
+ * the events of the wait go in one sweep. After a quiet spell a sweep is
+ * immediate, as before.
+ */
+#define SWEEP_GAP_MIN_MS	1.0
+#define SWEEP_GAP_RATIO		4.0
+
+double sweep_wait_ms(const struct enforcer *e)
+{
+	double gap = e->sweep_took_ms * SWEEP_GAP_RATIO;
+
+	if (gap < SWEEP_GAP_MIN_MS)
+		gap = SWEEP_GAP_MIN_MS;
+	return e->sweep_done_ms + gap - mono_ms();
+}
+
+int enforce_hold_fd(const struct enforcer *e)
+{
+	return e->hold.fd;
+}
+
+int enforce_hold_expired(struct enforcer *e, const struct cgroup_tree *tree)
+{
+	int err;
+
+	if (!oneshot_fired(&e->hold))
+		return 0;
+	/* First the events BPF did not wake us for. A far event among them
+	 * armed the next hold (a cgroup turned near and far again while we
+	 * did not run): that one decides, a whole NEAR_HOLD_MS from now. */
+	err = enforce_handle_events(e, tree);
+	if (e->hold.armed)
+		return err;
+	if (e->near != 1 || near_any(e))
+		return err;	/* near now: a far event arms the next hold */
+	if (e->near_since_hold) {
+		/* Far now, but near again meanwhile: one more period. */
+		e->near_since_hold = false;
+		oneshot_arm(&e->hold, NEAR_HOLD_MS);
+		return err;
+	}
+	return near_links(e, false) ?: err;
+}
+
+/*
+ * A batch of events (read when BPF wakes us, and at every poll for those it
+ * did not wake us for). A sweep answers state changes and a cgroup turning
+ * near; turning far needs none, since an armed socket
+ * whose ancestors are all far is released at its next segment. A far event
+ * arms the hold: what runs per segment goes once a whole NEAR_HOLD_MS has
+ * passed with no cgroup turning near and none is near at its end.
+ */
+int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
+{
+	uint64_t ids[MAX_EVENTS_PER_BATCH];
+	size_t dropped = e->dropped;
+	double done_ms, wait_ms;
+	bool near_up, lost;
+	int err = 0;
+
+	e->near_up = e->far_seen = false;
+	err = ring_buffer__consume(e->events);
+	if (err < 0)
+		return err;
+	if (!e->n_batch && !e->dropped && !e->near_up && !e->far_seen)
+		return 0;
+	err = 0;
+	lost = e->dropped > dropped;	/* in this read */
+	near_up = e->near_up || (lost && near_any(e));
+	if (near_up) {
+		e->near_since_hold = true;
+		err = near_links(e, true);
+	}
+	if ((e->far_seen || lost) && e->near == 1 && !e->hold.armed) {
+		e->near_since_hold = false;
+		oneshot_arm(&e->hold, NEAR_HOLD_MS);
+	}
+	if (!e->n_batch && !e->dropped)
+		return err;
+	wait_ms = sweep_wait_ms(e);
+	if (wait_ms > 0) {
+		/* Said once per busy spell, naming the latest cgroup to
+		 * change: the reaction times logged then include the wait. */
+		if (!e->pacing) {
+			const struct tcpbuf_state_event *ev = &e->batch[e->n_batch ? e->n_batch - 1 : 0];
+			const char *path = e->n_batch && tree ?
+					   cgroup_tree_path(tree, ev->cgroup_id) : NULL;
+
+			log_info("%s: state changes come faster than sweeps should run: sweeps paced, "
+				 "the next in %.1f ms (the last took %.2f ms; at most 1/%.0f of a core)",
+				 path ? path : "?", wait_ms, e->sweep_took_ms, SWEEP_GAP_RATIO + 1);
+		}
+		e->pacing = true;
+		oneshot_arm(&e->pace, wait_ms);
+		return err;
+	}
+	if (!e->pace.armed && e->pacing && mono_ms() - e->sweep_done_ms > 1000)
+		e->pacing = false;	/* quiet for a second: a new spell is said again */
+	for (size_t i = 0; i < e->n_batch; i++)
+		ids[i] = e->batch[i].cgroup_id;
+	done_ms = mono_ms();
+	err = sweep(e, false, !e->dropped && targets_set(e, tree, ids, e->n_batch)) ?: err;
+	targets_clear(e);
+	e->sweep_done_ms = mono_ms();
+	e->sweep_took_ms = e->sweep_done_ms - done_ms;
+	done_ms = e->sweep_done_ms;
+	for (size_t i = 0; i < e->n_batch; i++) {
+		const struct tcpbuf_state_event *ev = &e->batch[i];
+		const char *path = tree ? cgroup_tree_path(tree, ev->cgroup_id) : NULL;
+
+		if (ev->kind == TCPBUF_EVENT_NEAR)
+			log_debug("%s: near its thresholds at %lld sockets", path ? path : "?",
+				  (long long)ev->usage_pages);
+		else
+			report_state_change(e, ev, path, done_ms - ev->time_ns / 1e6);
+	}
+	if (e->dropped)
+		log_info("%zu more state changes in this batch", e->dropped);
+	e->n_batch = 0;
+	e->dropped = 0;
+	return err;
+}
+
+int enforce_pace_fd(const struct enforcer *e)
+{
+	return e->pace.fd;
+}
+
+int enforce_pace_expired(struct enforcer *e, const struct cgroup_tree *tree)
+{
+	return oneshot_fired(&e->pace) ? enforce_handle_events(e, tree) : 0;
+}
+
+int enforce_events_fd(const struct enforcer *e)
+{
+	return ring_buffer__epoll_fd(e->events);
+}

@@ -1,0 +1,367 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The enforcer's links: cgroup links pinned under <pin>/links/ (moved in
+ * place on a restart), the ingress links of the topmost limited cgroups, and
+ * linking what runs per segment while some limited cgroup is near.
+ */
+#define _GNU_SOURCE
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "enforce.skel.h"
+#include "array.h"
+#include "bpffs.h"
+#include "demand.h"
+#include "log.h"
+#include "enforcer.h"
+
+static int link_path(const struct enforcer *e, char *buf, size_t len, const char *name)
+{
+	return bpffs_path(buf, len, e->pin_path, "links/", name);
+}
+
+bool path_within(const char *path, const char *top)
+{
+	size_t n = strlen(top);
+
+	if (!strcmp(top, "/"))
+		return true;
+	return !strncmp(path, top, n) && (path[n] == '\0' || path[n] == '/');
+}
+
+int cgroup_open(const struct enforcer *e, const char *rel)
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (snprintf(path, sizeof(path), "%s%s", e->mount, strcmp(rel, "/") ? rel : "") >=
+	    (int)sizeof(path))
+		return -ENAMETOOLONG;
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	return fd < 0 ? -errno : fd;
+}
+
+/* ----------------------------------------------------- pinned cgroup links */
+
+/* Attach @prog to the cgroup at @rel and pin the link as links/@name. A link
+ * already pinned there moves to @prog in place when it is on that cgroup;
+ * otherwise it is replaced. */
+int cgroup_link_ensure(struct enforcer *e, struct bpf_program *prog, const char *rel,
+		       const char *name, int *link_fd)
+{
+	struct bpf_link_info info = {};
+	__u32 info_len = sizeof(info);
+	char path[PATH_MAX];
+	struct bpf_link *link;
+	int cg_fd, fd, err;
+	struct stat st;
+
+	err = link_path(e, path, sizeof(path), name);
+	if (err)
+		return err;
+	cg_fd = cgroup_open(e, rel);
+	if (cg_fd < 0)
+		return cg_fd;
+	if (fstat(cg_fd, &st)) {
+		err = -errno;
+		close(cg_fd);
+		return err;
+	}
+	fd = bpf_obj_get(path);
+	if (fd >= 0) {
+		if (!bpf_obj_get_info_by_fd(fd, &info, &info_len) &&
+		    info.type == BPF_LINK_TYPE_CGROUP && info.cgroup.cgroup_id == st.st_ino &&
+		    !bpf_link_update(fd, bpf_program__fd(prog), NULL)) {
+			close(cg_fd);
+			*link_fd = fd;
+			return 0;
+		}
+		close(fd);
+		unlink(path);
+	}
+	link = bpf_program__attach_cgroup(prog, cg_fd);
+	close(cg_fd);
+	if (!link)
+		return -errno;
+	err = bpf_link__pin(link, path);
+	if (!err)
+		*link_fd = dup(bpf_link__fd(link));
+	bpf_link__destroy(link);	/* the pin keeps it attached */
+	return err;
+}
+
+/* Index of the first ingress link with an id >= @id (they are sorted by id). */
+static size_t ingress_index(const struct enforcer *e, uint64_t id)
+{
+	size_t lo = 0, hi = e->n_ingress;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (e->ingress[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static struct ingress_link *ingress_find(struct enforcer *e, uint64_t id)
+{
+	size_t i = ingress_index(e, id);
+
+	return i < e->n_ingress && e->ingress[i].id == id ? &e->ingress[i] : NULL;
+}
+
+static int ingress_reserve(struct enforcer *e, size_t n)
+{
+	size_t cap = e->ingress_cap ? e->ingress_cap : 64;
+	void *p;
+
+	if (n <= e->ingress_cap)
+		return 0;
+	while (cap < n)
+		cap *= 2;
+	p = realloc(e->ingress, cap * sizeof(*e->ingress));
+	if (!p)
+		return -ENOMEM;
+	e->ingress = p;
+	e->ingress_cap = cap;
+	return 0;
+}
+
+static int ingress_insert(struct enforcer *e, struct ingress_link l)
+{
+	size_t i = ingress_index(e, l.id);
+
+	if (ingress_reserve(e, e->n_ingress + 1))
+		return -ENOMEM;
+	memmove(&e->ingress[i + 1], &e->ingress[i], (e->n_ingress - i) * sizeof(*e->ingress));
+	e->ingress[i] = l;
+	e->n_ingress++;
+	return 0;
+}
+
+static void ingress_detach(struct enforcer *e, size_t i)
+{
+	char name[64], path[PATH_MAX];
+
+	snprintf(name, sizeof(name), "ingress-%llu", (unsigned long long)e->ingress[i].id);
+	if (!link_path(e, path, sizeof(path), name))
+		unlink(path);
+	/* Detach now even if someone else holds the link open. */
+	bpf_link_detach(e->ingress[i].fd);
+	close(e->ingress[i].fd);
+	memmove(&e->ingress[i], &e->ingress[i + 1], (e->n_ingress - i - 1) * sizeof(*e->ingress));
+	e->n_ingress--;
+}
+
+static int ingress_cmp(const void *a, const void *b)
+{
+	const struct ingress_link *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Ingress links a previous daemon left pinned: move them onto our program. */
+void ingress_adopt(struct enforcer *e)
+{
+	char dir[PATH_MAX], path[PATH_MAX];
+	struct dirent *de;
+	DIR *d;
+
+	if (link_path(e, dir, sizeof(dir), ""))
+		return;
+	d = opendir(dir);
+	if (!d)
+		return;
+	while ((de = readdir(d))) {
+		unsigned long long id;
+		int fd;
+
+		if (sscanf(de->d_name, "ingress-%llu", &id) != 1)
+			continue;
+		if (snprintf(path, sizeof(path), "%s%s", dir, de->d_name) >= (int)sizeof(path))
+			continue;
+		fd = bpf_obj_get(path);
+		if (fd < 0 || bpf_link_update(fd, bpf_program__fd(e->ingress_prog), NULL)) {
+			if (fd >= 0)
+				close(fd);
+			unlink(path);
+			continue;
+		}
+		if (ingress_reserve(e, e->n_ingress + 1)) {
+			close(fd);
+			break;
+		}
+		e->ingress[e->n_ingress++] = (struct ingress_link){ .id = id, .fd = fd };
+	}
+	closedir(d);
+	qsort(e->ingress, e->n_ingress, sizeof(*e->ingress), ingress_cmp);
+}
+
+/* ---------------------------------------------------- topmost cgroups */
+
+/*
+ * A limited cgroup below another one is covered by its ancestor's ingress
+ * program (cgroup programs run for the whole subtree): only the topmost
+ * limited cgroups of the scope get one.
+ */
+static int top_cmp(const void *a, const void *b)
+{
+	const struct enforce_cgroup *x = a, *y = b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+/* Whether @id is a topmost limited cgroup (tops is sorted by id). */
+static bool tops_have(const struct enforcer *e, uint64_t id)
+{
+	struct enforce_cgroup key = { .id = id };
+
+	return e->n_tops && bsearch(&key, e->tops, e->n_tops, sizeof(*e->tops), top_cmp);
+}
+
+/* Append; tops_sort() once done. */
+int tops_add(struct enforcer *e, const struct enforce_cgroup *cg)
+{
+	char *path;
+
+	if (cg->covered || tops_have(e, cg->id))
+		return 0;
+	if (!path_within(cg->path, e->scope)) {
+		log_warn("%s: outside the scope %s; limits are not enforced there", cg->path,
+			 e->scope);
+		return 0;
+	}
+	if (array_reserve(e->tops, e->tops_cap, e->n_tops, 16))
+		return -ENOMEM;
+	path = strdup(cg->path);
+	if (!path)
+		return -ENOMEM;
+	e->tops[e->n_tops++] = (struct enforce_cgroup){ .id = cg->id, .path = path };
+	return 0;
+}
+
+void tops_remove(struct enforcer *e, uint64_t id)
+{
+	for (size_t i = 0; i < e->n_tops; i++) {
+		if (e->tops[i].id != id)
+			continue;
+		free((char *)e->tops[i].path);
+		memmove(&e->tops[i], &e->tops[i + 1], (--e->n_tops - i) * sizeof(*e->tops));
+		return;
+	}
+}
+
+void tops_clear(struct enforcer *e)
+{
+	for (size_t i = 0; i < e->n_tops; i++)
+		free((char *)e->tops[i].path);
+	e->n_tops = 0;
+}
+
+void tops_sort(struct enforcer *e)
+{
+	qsort(e->tops, e->n_tops, sizeof(*e->tops), top_cmp);
+}
+
+static int ingress_attach(struct enforcer *e, const struct enforce_cgroup *cg)
+{
+	struct ingress_link l = { .id = cg->id };
+	char name[64];
+	int r;
+
+	if (ingress_find(e, cg->id))
+		return 0;
+	snprintf(name, sizeof(name), "ingress-%llu", (unsigned long long)cg->id);
+	r = cgroup_link_ensure(e, e->ingress_prog, cg->path, name, &l.fd);
+	if (r) {
+		log_err("%s: cannot attach ingress refusal: %s", cg->path, strerror(-r));
+		return r;
+	}
+	r = ingress_insert(e, l);
+	if (r) {
+		close(l.fd);
+		return r;
+	}
+	log_debug("%s: ingress refusal attached", cg->path);
+	return 0;
+}
+
+/* Ingress links at every topmost limited cgroup while some cgroup is near
+ * (near_links()), at none otherwise. */
+int ingress_sync(struct enforcer *e)
+{
+	bool on = e->near == 1;
+	int err = 0;
+
+	for (size_t i = 0; i < e->n_ingress;) {
+		if (on && tops_have(e, e->ingress[i].id))
+			i++;
+		else
+			ingress_detach(e, i);
+	}
+	for (size_t i = 0; on && i < e->n_tops; i++) {
+		int r = ingress_attach(e, &e->tops[i]);
+
+		if (r == -ENOMEM)
+			return r;
+		err = err ?: r;
+	}
+	return err;
+}
+
+/* ---------------------------------------------------------- near, far */
+
+/* Only a limited cgroup is ever near (near_update(), limits_refresh): one
+ * lookup per limited cgroup, not a walk of every cgroup that holds TCP
+ * memory. */
+bool near_any(struct enforcer *e)
+{
+	int fd = bpf_map__fd(e->skel->maps.cgroup_usage);
+	struct cgroup_usage u;
+
+	for (size_t i = 0; i < e->n_limits; i++)
+		if (!bpf_map_lookup_elem(fd, &e->limits[i].id, &u) && u.established.near)
+			return true;
+	return false;
+}
+
+/*
+ * What runs for every segment or syscall runs only while some limited cgroup
+ * is near (tcpbuf_near_next()): the per-syscall samplers (demand.c) and
+ * ingress refusal at every topmost limited cgroup. Far cgroups' sockets
+ * are not armed, so ingress lets theirs pass at the first lookup.
+ */
+int near_links(struct enforcer *e, bool on)
+{
+	bool quiet = e->near == -1 && !on;	/* at start, nothing was on */
+	int err = 0;
+
+	if (e->near == on)
+		return 0;
+	/* BPF wakes us for a cgroup turning near by its only socket only while
+	 * this is clear: cleared before unlinking, set once linked. */
+	if (!on)
+		err = ctl_update(e, e->limited, false);
+	err = demand_links_set(e->pin_path, on) ?: err;
+	e->near = on;
+	err = ingress_sync(e) ?: err;
+	if (on)
+		err = ctl_update(e, e->limited, true) ?: err;
+	if (!quiet)
+		log_info("%s: per-segment enforcement %s", on ? "a limited cgroup is near its thresholds" :
+		 "every limited cgroup is far from its thresholds", on ? "on" : "off");
+	return err;
+}
+
+/* A change of limits to more cgroups than this sweeps every socket: each
+ * changed subtree costs an iterator run to collect. */

@@ -1,0 +1,103 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The enforcer's state and what its files share: enforce.c (entry points,
+ * start and close), enforce_links.c (pinned cgroup links, the topmost limited
+ * cgroups, near and far), enforce_events.c (state events, pacing, hold),
+ * enforce_sweep.c (sweeps, their targets, the limits diff). Private to them.
+ */
+#ifndef TCPBUF_ENFORCER_H
+#define TCPBUF_ENFORCER_H
+
+#include <limits.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "enforce.h"
+#include "tcpbuf_enforce.h"
+
+struct enforce;
+struct ring_buffer;
+struct bpf_link;
+struct bpf_program;
+
+#define MAX_EVENTS_PER_BATCH 256
+
+struct ingress_link {
+	uint64_t id;
+	int fd;
+};
+
+struct limit_entry {
+	uint64_t id;
+	struct cgroup_limits l;
+};
+
+/* A one-shot timerfd the event loop polls, armed at most once at a time. */
+struct oneshot {
+	int fd;
+	bool armed;
+};
+
+struct enforcer {
+	struct enforce *skel;
+	struct ring_buffer *events;
+	struct bpf_link *sweep_link;
+	struct ingress_link *ingress;	/* attached (pinned) ingress links, sorted by id */
+	size_t n_ingress, ingress_cap;
+	struct enforce_cgroup *tops;	/* topmost limited cgroups in the scope (own paths) */
+	size_t n_tops, tops_cap;
+	int near;		/* some limited cgroup is near: 1, none: 0, unknown: -1 */
+	unsigned limited;	/* cgroups with limits, as enforce_ctl has it */
+	struct oneshot hold;	/* far for NEAR_HOLD_MS, then unlink */
+	struct oneshot pace;	/* the next sweep for events is due */
+	bool pacing;		/* sweeps have waited since the last immediate one */
+	double sweep_done_ms, sweep_took_ms;	/* the last sweep for events */
+	bool near_since_hold;	/* a cgroup turned near since the hold was armed */
+	bool by_pointer;	/* targets by struct cgroup address (iter/cgroup) */
+	struct bpf_program *ingress_prog;
+	enum tcpbuf_mode mode;
+	char pin_path[PATH_MAX];
+	char mount[PATH_MAX];
+	char scope[PATH_MAX];
+	/* limits as last seen (sorted by id), to sweep where they change */
+	struct limit_entry *limits;
+	size_t n_limits;
+	/* state changes read from the ring buffer, logged after the sweep; kept
+	 * across reads while that sweep waits for its turn (sweep_wait_ms()) */
+	struct tcpbuf_state_event batch[MAX_EVENTS_PER_BATCH];
+	size_t n_batch, dropped;
+	bool near_up, far_seen;	/* in this batch, some cgroup turned near; far */
+};
+
+/* enforce.c */
+int ctl_update(struct enforcer *e, unsigned limited, bool near_linked);
+
+/* enforce_links.c */
+bool path_within(const char *path, const char *top);
+int cgroup_open(const struct enforcer *e, const char *rel);
+int cgroup_link_ensure(struct enforcer *e, struct bpf_program *prog, const char *rel,
+		       const char *name, int *link_fd);
+void ingress_adopt(struct enforcer *e);
+int tops_add(struct enforcer *e, const struct enforce_cgroup *cg);
+void tops_remove(struct enforcer *e, uint64_t id);
+void tops_clear(struct enforcer *e);
+void tops_sort(struct enforcer *e);
+int ingress_sync(struct enforcer *e);
+bool near_any(struct enforcer *e);
+int near_links(struct enforcer *e, bool on);
+
+/* enforce_events.c */
+int on_event(void *ctx, void *data, size_t len);
+double sweep_wait_ms(const struct enforcer *e);
+
+/* enforce_sweep.c */
+bool targets_set(struct enforcer *e, const struct cgroup_tree *tree, const uint64_t *ids,
+		 size_t n);
+void targets_clear(struct enforcer *e);
+int limits_refresh(struct enforcer *e);
+int sweep(struct enforcer *e, bool all, bool targeted);
+void limits_diff(struct enforcer *e, uint64_t **out, size_t *n_out);
+int usage_entries_make(struct enforcer *e, const struct enforce_cgroup *cgs, size_t n,
+		       const uint64_t *changed, size_t n_changed);
+
+#endif
