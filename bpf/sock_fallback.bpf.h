@@ -59,9 +59,8 @@ static __always_inline struct sock_charge *sock_fallback_lookup(const struct soc
 }
 
 /* Count the socket whose entry is @sc in (@delta 1) or out of (-1) the
- * unaccounted_sockets of every cgroup it charges. Whether it was the
- * first of its own cgroup's, or one of a power of two more: then the
- * daemon is told, which logs it (rate-limited). */
+ * unaccounted_sockets of every cgroup it charges; tell the daemon, which
+ * logs it, as tcpbuf_unaccounted_tell() says. */
 struct unaccounted_walk {
 	const struct sock_charge *sc;
 	__s32 delta;
@@ -95,7 +94,7 @@ static __always_inline void unaccounted_count(const struct sock_charge *sc, __s3
 	struct tcpbuf_state_event *ev;
 
 	bpf_loop(TCPBUF_MAX_DEPTH, unaccounted_level, &w, 0);
-	if (delta < 0 || (w.own_now & (w.own_now - 1)))
+	if (delta < 0 || !tcpbuf_unaccounted_tell(w.own_now))
 		return;
 	ev = bpf_ringbuf_reserve(&enforce_events, sizeof(*ev), 0);
 	if (!ev)

@@ -80,4 +80,12 @@ static inline __u32 tcpbuf_near_next(__u32 near, __s64 sockets, __u64 bound_page
 
 #define TCPBUF_SENDER_RESERVE_PAGES	17	/* a 64 KiB skb and its overhead */
 
+/* Whether a cgroup whose unaccounted_sockets just rose to @now tells the
+ * daemon (TCPBUF_EVENT_UNACCOUNTED): at the first and at each doubling, so
+ * a flood of such sockets costs the ring buffer a few events, not one each. */
+static inline int tcpbuf_unaccounted_tell(__u32 now)
+{
+	return now && !(now & (now - 1));
+}
+
 #endif /* TCPBUF_ENFORCE_H */
