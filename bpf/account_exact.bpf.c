@@ -45,6 +45,7 @@ int BPF_PROG(destroy_sock, struct sock *sk)
 {
 	sock_uncount_destroyed(sk);
 	sample_socket_to(sk, 0, SAMPLE_EXACT);
+	sock_fallback_release(sk);
 	return 0;
 }
 

@@ -50,6 +50,7 @@ int BPF_PROG(destroy_sock, struct sock *sk)
 	TIMEHIST_START();
 	sock_uncount_destroyed(sk);
 	sample_socket_to(sk, 0, SAMPLE_EXACT);
+	sock_fallback_release(sk);
 	TIMEHIST_END(TH_DESTROY_SOCK);
 	return 0;
 }

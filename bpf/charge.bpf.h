@@ -411,6 +411,26 @@ static __always_inline struct sock_charge *sock_charge_get(struct sock *sk, bool
 	return sc;
 }
 
+#include "sock_fallback.bpf.h"
+
+/*
+ * The socket's entry: its storage's, or where that cannot be made its
+ * fallback entry (sock_fallback.bpf.h). Tracing programs only (the cookie
+ * helper takes the socket there); a socket with storage never looks
+ * further.
+ */
+static __always_inline struct sock_charge *sock_charge_find(struct sock *sk, bool create)
+{
+	struct sock_charge *sc = sock_charge_get(sk, create);
+
+	if (sc)
+		return sc;
+	sc = sock_fallback_lookup(sk);
+	if (!sc && create)
+		sc = sock_fallback_make(sk, bpf_get_socket_cookie(sk));
+	return sc;
+}
+
 struct charge_walk {
 	const struct sock_charge *sc;
 	__s64 pages, sockets;
@@ -476,7 +496,7 @@ static __always_inline void charge_socket(struct sock *sk, __s64 pages)
 
 	if (!pages || !sk_is_tcp(sk))
 		return;
-	sc = sock_charge_get(sk, pages > 0);
+	sc = sock_charge_find(sk, pages > 0);
 	if (!sc)
 		return; /* uncharge of pages charged before tcpbufd started: not ours */
 	if (pages < 0 && -pages > sc->charged_pages)
@@ -524,9 +544,9 @@ static __always_inline void sock_uncount_destroyed(struct sock *sk)
 	struct sock_charge *sc;
 	__u16 flags;
 
-	if (!sk->sk_bpf_storage)
-		return;
-	sc = bpf_sk_storage_get(&sock_charge, sk, NULL, 0);
+	sc = sk->sk_bpf_storage ? bpf_sk_storage_get(&sock_charge, sk, NULL, 0) : NULL;
+	if (!sc)
+		sc = sock_fallback_lookup(sk);
 	if (!sc)
 		return;
 	flags = sc->enforce.flags;
@@ -622,7 +642,7 @@ static __always_inline void sample_socket_to(struct sock *sk, __s64 target,
 
 	if (!sk_is_tcp(sk))
 		return;
-	sc = sock_charge_get(sk, target > 0);
+	sc = sock_charge_find(sk, target > 0);
 	if (sc)
 		sample_charge_to(sc, target, kind);
 }

@@ -208,7 +208,7 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 	/* Not armed: every limited ancestor is far, nothing it receives can
 	 * matter (tcpbuf_near_next()). */
 	sc = sock_armed_charge(sk);
-	if (!sc)
+	if (!sc && !(sc = sock_fallback_lookup(sk)))
 		return 1;
 	/* What this segment adds, and what already waits in the socket's
 	 * backlog (its reader holds the lock): neither is charged yet, in

@@ -8,6 +8,7 @@
 
 #include "enforce_socket.bpf.h"
 #include "ancestry_renew.bpf.h"
+#include "fallback_hold.bpf.h"
 #include "timehist.bpf.h"
 #include "netns.bpf.h"
 
@@ -52,7 +53,8 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 	if (skops->op == BPF_SOCK_OPS_STATE_CB) {
 		/* Closed: no longer one of its subtree's writers. */
 		if (skops->args[1] == BPF_TCP_CLOSE && (tp = bpf_skc_to_tcp_sock(bsk)) &&
-		    (sc = sock_charge_get((struct sock *)tp, false)))
+		    ((sc = sock_charge_get((struct sock *)tp, false)) ||
+		     (sc = sock_fallback_lookup((struct sock *)tp))))
 			socket_count(sc, false, false);
 		return 1;
 	}
@@ -91,8 +93,13 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 		if (!established || !sock_limited_ancestor(sk))
 			return 1;
 		sc = sock_charge_get(sk, true);
-		if (!sc)
+		if (!sc) {
+			/* No storage to be had (optmem): held from its
+			 * fallback entry, with the close callback. */
+			if (fallback_hold(skops, sk, tp, bpf_get_socket_cookie(skops)))
+				cb_flags_set(skops, false, true);
 			return 1;
+		}
 	}
 	se = &sc->enforce;
 	if (!established && caps_still_settled(sk, tp, se))

@@ -9,6 +9,7 @@
 
 #include "enforce_socket.bpf.h"
 #include "ancestry_renew.bpf.h"
+#include "fallback_hold.bpf.h"
 
 /* Set by the daemon before each sweep: 1 after a change of limits (any
  * socket swept may have gained a limited ancestor), 0 after state changes
@@ -140,8 +141,11 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 		return 0;
 	if (!sc)
 		sc = sock_charge_get(sk, true);
-	if (!sc)
+	if (!sc) {
+		if (fallback_hold(sk, sk, tp, bpf_get_socket_cookie(sk)))
+			sweep_cb_flags_set(tp, false, true);
 		return 0;
+	}
 	if (accounting_mode == TCPBUF_MODE_SAMPLED)
 		sample_charge_to(sc, sk_footprint_pages(sk), SAMPLE_EXACT);
 	near = caps_compute(sk, tp, sc, &c);

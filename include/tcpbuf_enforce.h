@@ -52,6 +52,8 @@ struct tcpbuf_state_event {
 
 #define TCPBUF_EVENT_STATE	0	/* normal / pressure / max */
 #define TCPBUF_EVENT_NEAR	1	/* the cgroup became near or far (below) */
+#define TCPBUF_EVENT_UNACCOUNTED 2	/* a socket without socket storage (sock_fallback.bpf.h);
+					 * usage_pages: its cgroup's unaccounted_sockets */
 
 /*
  * Near and far. The kernel bounds what one socket can hold whatever anyone
@@ -77,5 +79,13 @@ static inline __u32 tcpbuf_near_next(__u32 near, __s64 sockets, __u64 bound_page
 }
 
 #define TCPBUF_SENDER_RESERVE_PAGES	17	/* a 64 KiB skb and its overhead */
+
+/* Whether a cgroup whose unaccounted_sockets just rose to @now tells the
+ * daemon (TCPBUF_EVENT_UNACCOUNTED): at the first and at each doubling, so
+ * a flood of such sockets costs the ring buffer a few events, not one each. */
+static inline int tcpbuf_unaccounted_tell(__u32 now)
+{
+	return now && !(now & (now - 1));
+}
 
 #endif /* TCPBUF_ENFORCE_H */

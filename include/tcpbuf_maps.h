@@ -12,7 +12,7 @@
 #include <linux/types.h>
 #endif
 
-#define TCPBUF_LAYOUT_VERSION	13
+#define TCPBUF_LAYOUT_VERSION	14
 
 /*
  * A socket charges its own cgroup and its limited ancestors, however far
@@ -29,6 +29,9 @@
 /* How far up a walk for limited ancestors looks (bpf_loop() bound). */
 #define TCPBUF_WALK_LEVELS	4096
 #define TCPBUF_MAX_CGROUPS	65536
+/* Sockets of limited subtrees whose socket storage could not be made, held in
+ * map "sock_fallback" instead (bpf/sock_fallback.bpf.h). */
+#define TCPBUF_FALLBACK_SOCKETS	16384
 
 enum tcpbuf_mode {
 	TCPBUF_MODE_EXACT	= 1,	/* fentry/fexit on the kernel's sk_mem functions */
@@ -101,7 +104,8 @@ struct cgroup_usage {
 	__u64 failcnt;		/* segments refused because usage was at max */
 	__u64 pressure_events;	/* times the cgroup entered pressure */
 	__u32 level;		/* depth of the cgroup below the v2 root (root = 0) */
-	__u32 pad;
+	__u32 unaccounted_sockets;	/* sockets in this subtree without socket storage
+					 * (optmem), held through sock_fallback */
 	/* In the same entry, not a map of its own: the caps of a segment
 	 * read both, and a second hash lookup was ~18 ns of the pass. */
 	struct cgroup_sockets established;
@@ -192,6 +196,12 @@ struct sock_charge {
 	__u64 cgroup_id;
 };
 _Static_assert(sizeof(struct sock_charge) <= 120, "see TCPBUF_MAX_DEPTH");
+
+/* Map "fallback_ctl" (array, one entry), written by BPF only. */
+struct tcpbuf_fallback_ctl {
+	__s64 sockets;		/* entries in sock_fallback now: while 0, nothing looks there */
+	__u64 lost;		/* sockets left with no entry at all: sock_fallback was full */
+};
 
 /* Map "meta" (array, one entry): who owns the pinned maps. */
 struct tcpbuf_meta {

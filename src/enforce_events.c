@@ -14,6 +14,7 @@
 #include <time.h>
 #include <sys/timerfd.h>
 #include "log.h"
+#include "unaccounted.h"
 #include "loader.h"
 #include "status.h"
 #include "enforcer.h"
@@ -64,6 +65,10 @@ int on_event(void *ctx, void *data, size_t len)
 
 	if (len < sizeof(*ev))
 		return 0;
+	if (ev->kind == TCPBUF_EVENT_UNACCOUNTED) {
+		unaccounted_note(ev->cgroup_id, ev->usage_pages);
+		return 0;
+	}
 	if (ev->kind == TCPBUF_EVENT_NEAR) {
 		if (!ev->new_state) {
 			e->far_seen = true;
@@ -172,6 +177,7 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 	err = ring_buffer__consume(e->events);
 	if (err < 0)
 		return err;
+	unaccounted_report(tree);
 	if (!e->n_batch && !e->dropped && !e->near_up && !e->far_seen)
 		return 0;
 	err = 0;

@@ -16,7 +16,7 @@
 #define PAGE_BYTES 4096ULL
 
 enum value_kind { V_USAGE, V_PEAK, V_SOCKETS, V_LIMIT, V_MIN, V_PRESSURE, V_MAX, V_FAILCNT,
-		  V_PRESSURE_EVENTS, V_SOCK_THROTTLED };
+		  V_PRESSURE_EVENTS, V_SOCK_THROTTLED, V_UNACCOUNTED };
 
 static const struct metric {
 	const char *name, *type, *help;
@@ -29,6 +29,10 @@ static const struct metric {
 	  V_PEAK },
 	{ "tcpbufd_cgroup_sockets", "gauge",
 	  "TCP sockets of the cgroup and its descendants holding buffer memory.", V_SOCKETS },
+	{ "tcpbufd_cgroup_unaccounted_sockets", "gauge",
+	  "Sockets of the cgroup and its descendants whose socket storage could not be made "
+	  "(net.core.optmem_max), held to the limit through tcpbufd's fallback table.",
+	  V_UNACCOUNTED },
 	{ "tcpbufd_cgroup_limit_bytes", "gauge",
 	  "The administrator's ceiling for the cgroup (absent: none).", V_LIMIT },
 	{ "tcpbufd_cgroup_min_bytes", "gauge",
@@ -132,6 +136,7 @@ static bool row_value(const struct status_row *r, enum value_kind kind, unsigned
 	case V_USAGE:	 *v = nonneg(r->usage.usage_pages) * PAGE_BYTES; return true;
 	case V_PEAK:	 *v = nonneg(r->usage.peak_pages) * PAGE_BYTES; return true;
 	case V_SOCKETS:	 *v = nonneg(r->usage.sockets); return true;
+	case V_UNACCOUNTED: *v = r->usage.unaccounted_sockets; return true;
 	case V_FAILCNT:	 *v = r->usage.failcnt; return true;
 	case V_PRESSURE_EVENTS: *v = r->usage.pressure_events; return true;
 	case V_SOCK_THROTTLED: *v = (unsigned long long)r->sock_throttled; return r->sock_throttled >= 0;

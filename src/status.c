@@ -207,10 +207,11 @@ void status_print_json(FILE *f, const struct status_rows *rows, const char *mode
 			fputs("null", f);
 		json_container_fields(f, r->path);
 		fprintf(f, ", \"id\": %llu, \"usage_pages\": %lld, \"usage_bytes\": %llu"
-			   ", \"peak_pages\": %lld, \"sockets\": %lld",
+			   ", \"peak_pages\": %lld, \"sockets\": %lld, \"unaccounted_sockets\": %u",
 			(unsigned long long)r->id, (long long)usage,
 			(unsigned long long)usage * PAGE_BYTES,
-			(long long)nonneg(r->usage.peak_pages), (long long)nonneg(r->usage.sockets));
+			(long long)nonneg(r->usage.peak_pages), (long long)nonneg(r->usage.sockets),
+			r->usage.unaccounted_sockets);
 		json_pages(f, "limit_pages", r->has_limits && l->limit_pages, l->limit_pages);
 		json_pages(f, "min_pages", r->has_limits && l->min_pages, l->min_pages);
 		json_pages(f, "pressure_pages", r->has_limits && l->pressure_pages, l->pressure_pages);
@@ -264,14 +265,14 @@ void status_print_table(FILE *f, const struct status_rows *rows, const char *mod
 	size_t i;
 
 	fprintf(f, "mode: %s\n", mode);
-	fprintf(f, "%-36s %8s %8s %7s %8s %8s %8s %8s %-8s %7s\n", "CGROUP", "USAGE", "PEAK",
-		"SOCKETS", "LIMIT", "MIN", "PRESSURE", "MAX", "STATE", "FAILCNT");
+	fprintf(f, "%-36s %8s %8s %7s %8s %8s %8s %8s %-8s %7s %11s\n", "CGROUP", "USAGE", "PEAK",
+		"SOCKETS", "LIMIT", "MIN", "PRESSURE", "MAX", "STATE", "FAILCNT", "UNACCOUNTED");
 	for (i = 0; i < rows->n; i++) {
 		const struct status_row *r = &rows->rows[i];
 		const struct cgroup_limits *l = &r->limits;
 		bool hl = r->has_limits;
 
-		fprintf(f, "%-36s %8s %8s %7lld %8s %8s %8s %8s %-8s %7llu\n",
+		fprintf(f, "%-36s %8s %8s %7lld %8s %8s %8s %8s %-8s %7llu %11u\n",
 			r->path ? table_name(r->path, name, sizeof(name)) : "(removed)",
 			human(nonneg(r->usage.usage_pages), true, u, sizeof(u)),
 			human(nonneg(r->usage.peak_pages), true, p, sizeof(p)),
@@ -280,7 +281,8 @@ void status_print_table(FILE *f, const struct status_rows *rows, const char *mod
 			human(l->min_pages, hl && l->min_pages, mn, sizeof(mn)),
 			human(l->pressure_pages, hl && l->pressure_pages, pr, sizeof(pr)),
 			human(l->max_pages, hl && l->max_pages, mx, sizeof(mx)),
-			tcpbuf_state_name(r->usage.state), (unsigned long long)r->usage.failcnt);
+			tcpbuf_state_name(r->usage.state), (unsigned long long)r->usage.failcnt,
+			r->usage.unaccounted_sockets);
 	}
 }
 

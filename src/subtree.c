@@ -41,38 +41,43 @@ static bool row_counts_subtree(const struct status_row *r)
 
 int subtree_usage_sum(struct status_rows *rows)
 {
-	__s64 *own_pages, *own_sockets;
+	__s64 *own_pages, *own_sockets, *own_unaccounted;
 	char up[PATH_MAX];
 	size_t i;
 
 	own_pages = calloc(rows->n ? rows->n : 1, sizeof(*own_pages));
 	own_sockets = calloc(rows->n ? rows->n : 1, sizeof(*own_sockets));
-	if (!own_pages || !own_sockets) {
+	own_unaccounted = calloc(rows->n ? rows->n : 1, sizeof(*own_unaccounted));
+	if (!own_pages || !own_sockets || !own_unaccounted) {
 		free(own_pages);
 		free(own_sockets);
+		free(own_unaccounted);
 		return -ENOMEM;
 	}
 	for (i = 0; i < rows->n; i++) {
 		own_pages[i] = rows->rows[i].usage.usage_pages;
 		own_sockets[i] = rows->rows[i].usage.sockets;
+		own_unaccounted[i] = rows->rows[i].usage.unaccounted_sockets;
 	}
 	for (i = 0; i < rows->n; i++) {
 		const struct status_row *d = &rows->rows[i];
 		struct status_row *a;
 
-		if (!d->path || (!own_pages[i] && !own_sockets[i]) ||
+		if (!d->path || (!own_pages[i] && !own_sockets[i] && !own_unaccounted[i]) ||
 		    snprintf(up, sizeof(up), "%s", d->path) >= (int)sizeof(up))
 			continue;
 		/* Up to the first level that counted it itself. */
 		while (path_up(up) && (a = row_at(rows, up)) && !row_counts_subtree(a)) {
 			a->usage.usage_pages += own_pages[i];
 			a->usage.sockets += own_sockets[i];
+			a->usage.unaccounted_sockets += own_unaccounted[i];
 			if (a->usage.peak_pages < a->usage.usage_pages)
 				a->usage.peak_pages = a->usage.usage_pages;
 		}
 	}
 	free(own_pages);
 	free(own_sockets);
+	free(own_unaccounted);
 	return 0;
 }
 

@@ -3,6 +3,8 @@
  * subtree_usage_sum(), table-driven: BPF charges a socket to its own cgroup
  * and its limited ancestors only, so a limited row already holds its
  * subtree and an unlimited one only its own sockets; status adds the rest.
+ * unaccounted_sockets is charged the same way (bpf/sock_fallback.bpf.h): here
+ * each row holds as many as it holds pages, and must add up alike.
  */
 #include "harness.h"
 #include "../src/subtree.h"
@@ -42,6 +44,7 @@ int main(void)
 		rows[i].usage.usage_pages = cases[i].bpf_pages;
 		rows[i].usage.peak_pages = cases[i].bpf_pages;
 		rows[i].usage.sockets = cases[i].bpf_pages ? 1 : 0;
+		rows[i].usage.unaccounted_sockets = (__u32)cases[i].bpf_pages;
 		rows[i].usage.limits.limit_pages = cases[i].limited ? 100 : 0;
 	}
 	ASSERT_OK(subtree_usage_sum(&r));
@@ -51,6 +54,7 @@ int main(void)
 			 (long long)rows[i].usage.peak_pages);
 		EXPECT_EQ(rows[i].usage.usage_pages, cases[i].want_pages);
 		EXPECT_GE(rows[i].usage.peak_pages, rows[i].usage.usage_pages);
+		EXPECT_EQ((__s64)rows[i].usage.unaccounted_sockets, cases[i].want_pages);
 	}
 	EXPECT_EQ(rows[0].usage.sockets, 3);	/* b, d, e */
 	return test_done();

@@ -207,6 +207,18 @@ static int conn_of(struct xconn *c, int n, int fd)
 	return -1;
 }
 
+/* net.core.optmem_max of this process's network namespace (its own since 6.9). */
+static int optmem_max_set(int bytes)
+{
+	FILE *f = fopen("/proc/sys/net/core/optmem_max", "w");
+	int ok;
+
+	if (!f)
+		return -1;
+	ok = fprintf(f, "%d\n", bytes) > 0;
+	return fclose(f) == 0 && ok ? 0 : -1;
+}
+
 static void xchild(const struct xload_opts *o, int cmd, int rep)
 {
 	struct sockaddr_storage ss = {};
@@ -220,6 +232,8 @@ static void xchild(const struct xload_opts *o, int cmd, int rep)
 	if ((o->v1_memcg && v1_join(o->v1_memcg)) || cg_enter(o->rx_cgroup))
 		_exit(2);
 	if (o->netns && netns_enter_new(0))
+		_exit(2);
+	if (o->netns && o->optmem_max && optmem_max_set(o->optmem_max))
 		_exit(2);
 	lfd = socket(o->family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));

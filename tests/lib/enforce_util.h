@@ -40,6 +40,7 @@ struct xload_opts {
 	int family;		/* AF_INET (default) or AF_INET6 */
 	int idle;		/* senders send nothing: connections only */
 	int netns;		/* in a network namespace of their own (both ends) */
+	int optmem_max;		/* with netns: net.core.optmem_max there, bytes (0: as made) */
 	const char *v1_memcg;	/* also join this cgroup v1 memory directory (the
 				 * bench's in-kernel reference): the receiving ends,
 				 * and the sending ends when tx_cgroup is NULL */
