@@ -255,26 +255,53 @@ static __always_inline struct cgroup_usage *usage_entry_make(const struct sock_c
 
 	/* Read only here: level is past the entry's first line. Only the
 	 * socket's own level is known (the daemon makes limited ones). */
-	fresh.level = i ? 0 : sc->level;
+	fresh.level = i ? 0 : sc->level_missed & TCPBUF_LEVEL_MASK;
 	bpf_map_update_elem(&cgroup_usage, &id, &fresh, BPF_NOEXIST);
 	return bpf_map_lookup_elem(&cgroup_usage, &id);
 }
 
+/*
+ * Late entries. A level whose usage entry could not be made when the socket
+ * charged it (cgroup_usage full) is marked missed in the socket's entry and
+ * then skipped by its charges and uncharges alike: an entry another socket
+ * makes there later never takes uncharges of pages it was never given, so it
+ * neither goes negative nor gains headroom. The mark goes when the socket's
+ * charge is back to 0 (the level then rightly holds nothing of it), or when
+ * the sweep after a change of limits finds the entry and moves the socket's
+ * whole charge into it (ancestry_renew.bpf.h). Only a level without limits
+ * can be missed: the daemon makes limited cgroups' entries before their
+ * limits, or refuses the limits.
+ */
+static __always_inline bool level_skipped(struct sock_charge *sc, __u32 i, __s64 sockets)
+{
+	__u32 bit = TCPBUF_MISSED_BIT(i);
+
+	if (!(sc->level_missed & bit))
+		return false;
+	if (sockets < 0)	/* the socket's charge is back to 0 */
+		__sync_fetch_and_and(&sc->level_missed, ~bit);
+	return true;
+}
+
 /* The cgroup at ancestors[@i] of the socket whose entry is @sc. */
-static __always_inline void charge_one_cgroup(const struct sock_charge *sc, __u32 i, __s64 pages,
+static __always_inline void charge_one_cgroup(struct sock_charge *sc, __u32 i, __s64 pages,
 					      __s64 sockets)
 {
 	__u64 id = sc->ancestors[i & (TCPBUF_MAX_DEPTH - 1)];
 	struct cgroup_usage *usage;
 	__s64 now;
 
+	if (level_skipped(sc, i, sockets))
+		return;
 	usage = bpf_map_lookup_elem(&cgroup_usage, &id);
 	if (!usage) {
 		if (pages <= 0)
 			return; /* never create an entry to uncharge from */
 		usage = usage_entry_make(sc, i, id);
-		if (!usage)
+		if (!usage) {
+			__sync_fetch_and_or(&sc->level_missed, TCPBUF_MISSED_BIT(i));
 			return;
+		}
 	}
 	now = __sync_fetch_and_add(&usage->usage_pages, pages) + pages;
 	if (sockets)
@@ -389,7 +416,8 @@ static __always_inline void sock_ancestry_fill(struct sock_charge *sc, const str
 	if (!cg)
 		return;
 	own = cg->kn->id;
-	sc->level = cg->level;
+	/* No tree is 65,535 deep (a path would pass PATH_MAX long before). */
+	sc->level_missed = cg->level & TCPBUF_LEVEL_MASK;
 	ancestry_list_of(&a, sk);
 	sc->ancestry_gen = gen;
 	for (i = 0; i < TCPBUF_MAX_DEPTH; i++)
@@ -432,7 +460,7 @@ static __always_inline struct sock_charge *sock_charge_find(struct sock *sk, boo
 }
 
 struct charge_walk {
-	const struct sock_charge *sc;
+	struct sock_charge *sc;
 	__s64 pages, sockets;
 	__u32 first;	/* the levels below were charged inline */
 };
@@ -441,7 +469,7 @@ struct charge_walk {
 static long charge_level(__u64 i, void *ctx)
 {
 	struct charge_walk *w = ctx;
-	const struct sock_charge *sc = w->sc;
+	struct sock_charge *sc = w->sc;
 
 	i += w->first;
 	if (i >= TCPBUF_MAX_DEPTH || i >= sc->levels)
@@ -457,7 +485,7 @@ static long charge_level(__u64 i, void *ctx)
  * TCP_RR 62-67 ns instead of 41-42 (clock included). */
 #define CHARGE_INLINE_LEVELS	2
 
-static __always_inline void charge_hierarchy(const struct sock_charge *sc, __s64 pages,
+static __always_inline void charge_hierarchy(struct sock_charge *sc, __s64 pages,
 					     __s64 sockets)
 {
 	struct charge_walk w = {
@@ -476,7 +504,7 @@ static __always_inline void charge_hierarchy(const struct sock_charge *sc, __s64
 
 /* Apply a charge of @pages (negative: uncharge) that moved the socket from
  * @before to @before + @pages charged pages. */
-static __always_inline void charge_apply(const struct sock_charge *sc, __s64 before, __s64 pages)
+static __always_inline void charge_apply(struct sock_charge *sc, __s64 before, __s64 pages)
 {
 	__s64 after = before + pages;
 	__s64 sockets = 0;

@@ -189,13 +189,20 @@ struct sock_charge {
 	__u32 levels;		/* entries in ancestors[] */
 	union sock_limited_levels limited;
 	__u64 ancestors[TCPBUF_MAX_DEPTH];
-	__u32 level;		/* level of the socket's own cgroup (ancestors[0]) */
+	/* The level of the socket's own cgroup (ancestors[0]) in the low 16
+	 * bits (TCPBUF_LEVEL_MASK); bit TCPBUF_MISSED_BIT(i): ancestors[i]
+	 * had no usage entry and none could be made (cgroup_usage full) when
+	 * this socket charged it, so it holds none of the socket's pages
+	 * (charge.bpf.h, "late entries"). */
+	__u32 level_missed;
 	__u32 ancestry_gen;	/* tcpbuf_enforce_ctl.limits_gen when ancestors[] was read */
 	/* The cgroup charged (the socket's own), written last: once it is
 	 * set, so is the rest (levels 0: a socket of the root cgroup). */
 	__u64 cgroup_id;
 };
 _Static_assert(sizeof(struct sock_charge) <= 120, "see TCPBUF_MAX_DEPTH");
+#define TCPBUF_LEVEL_MASK	0xffffu
+#define TCPBUF_MISSED_BIT(i)	(1u << (16 + ((i) & (TCPBUF_MAX_DEPTH - 1))))
 
 /* Map "fallback_ctl" (array, one entry), written by BPF only. */
 struct tcpbuf_fallback_ctl {

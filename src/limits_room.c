@@ -16,11 +16,13 @@ static int room_refused(char *err, size_t errlen, const char *path, enum capacit
 			const struct capacity *c, unsigned long limited)
 {
 	if (v == CAPACITY_LIMITS_FULL)
-		snprintf(err, errlen, "%s: cannot be limited: %lu cgroups would have limits and "
-			 "cgroup_limits holds %lu (MaxCgroups=)", path, limited, c->limits.max);
+		snprintf(err, errlen, "%s: cannot be limited: %lu cgroups would have limits, "
+			 "cgroup_limits holds %lu (MaxCgroups=%lu)", path, limited, c->limits.max,
+			 c->limits.max);
 	else
 		snprintf(err, errlen, "%s: cannot be limited: cgroup_usage is full (%lu of %lu "
-			 "entries, MaxCgroups=)", path, c->usage.used, c->usage.max);
+			 "entries, MaxCgroups=%lu)", path, c->usage.used, c->usage.max,
+			 c->usage.max);
 	return -ENOSPC;
 }
 
