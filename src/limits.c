@@ -211,17 +211,12 @@ bool *limits_wanted(const struct daemon *d, const struct config *cfg)
  * than TCPBUF_MAX_NESTED_LIMITS limits on one path, naming the deepest
  * cgroup first found, rather than leave a limit that some sockets escape.
  */
-int limits_nesting_check(const struct daemon *d, const struct config *cfg, char *err,
-			 size_t errlen)
+static int nesting_check(const struct daemon *d, const bool *want, char *err, size_t errlen)
 {
 	const struct cgroup_tree *t = &d->tree;
 	char up[PATH_MAX];
-	bool *want;
 	int r = 0;
 
-	want = limits_wanted(d, cfg);
-	if (!want)
-		return -ENOMEM;
 	for (size_t i = 0; i < t->n && !r; i++) {
 		const char *path = t->entries[i]->path;
 		unsigned nested = 1;
@@ -240,6 +235,21 @@ int limits_nesting_check(const struct daemon *d, const struct config *cfg, char 
 			r = -EMLINK;
 		}
 	}
+	return r;
+}
+
+/* Nesting, then room in the cgroup tables (limits_room.c), from one reading
+ * of which cgroups @cfg limits. */
+int limits_check(const struct daemon *d, const struct config *cfg, char *err, size_t errlen)
+{
+	bool *want = limits_wanted(d, cfg);
+	int r;
+
+	if (!want)
+		return -ENOMEM;
+	r = nesting_check(d, want, err, errlen);
+	if (!r)
+		r = limits_room_check(d, want, err, errlen);
 	free(want);
 	return r;
 }
@@ -315,9 +325,7 @@ int limits_apply(struct daemon *d)
 	size_t i, n = d->tree.n ? d->tree.n : 1;
 
 	/* Refused before anything is written (daemon_reload() checks first). */
-	r = limits_nesting_check(d, &d->cfg, why, sizeof(why));
-	if (!r)
-		r = limits_room_check(d, &d->cfg, why, sizeof(why));
+	r = limits_check(d, &d->cfg, why, sizeof(why));
 	if (r) {
 		apply_refused(why);
 		return r;

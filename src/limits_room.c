@@ -26,8 +26,7 @@ static int room_refused(char *err, size_t errlen, const char *path, enum capacit
 	return -ENOSPC;
 }
 
-int limits_room_check(const struct daemon *d, const struct config *cfg, char *err,
-		      size_t errlen)
+int limits_room_check(const struct daemon *d, const bool *want, char *err, size_t errlen)
 {
 	int usage_fd = loader_usage_fd(d->bpf), limits_fd = loader_limits_fd(d->bpf), r;
 	const char *new_limit = NULL, *new_usage = NULL, *last = NULL;
@@ -36,11 +35,7 @@ int limits_room_check(const struct daemon *d, const struct config *cfg, char *er
 	struct cgroup_limits l;
 	struct cgroup_usage u;
 	struct capacity c;
-	bool *want;
 
-	want = limits_wanted(d, cfg);
-	if (!want)
-		return -ENOMEM;
 	for (size_t i = 0; i < d->tree.n; i++) {
 		const struct cgroup_entry *e = d->tree.entries[i];
 
@@ -63,7 +58,6 @@ int limits_room_check(const struct daemon *d, const struct config *cfg, char *er
 		r = room_refused(err, errlen, new_usage, v, &c, limited);
 	else if (r)
 		snprintf(err, errlen, "cannot read the cgroup tables: %s", strerror(-r));
-	free(want);
 	return r;
 }
 

@@ -89,8 +89,7 @@ int daemon_reload(struct daemon *d, char *err, size_t errlen)
 	}
 	notify_reloading();
 	r = load_config(d, &next, err, errlen);
-	if (!r && ((r = limits_nesting_check(d, &next, err, errlen)) ||
-		   (r = limits_room_check(d, &next, err, errlen))))
+	if (!r && (r = limits_check(d, &next, err, errlen)))
 		config_free(&next);
 	if (r) {
 		log_err("reload refused, running configuration kept: %s", err);
