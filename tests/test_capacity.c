@@ -18,6 +18,8 @@
  *      moves the first load's pages in (status = sock_diag of all of u);
  *      once the first load closes, u holds the second load's pages, and the
  *      raw counter never went negative.
+ *   5. A restart with MaxCgroups=16 keeps the pinned tables of 8 (and their
+ *      counters), and says so once.
  * The daemon runs in a network namespace of its own and the loads in theirs,
  * so no other socket of the host can take a table entry.
  */
@@ -355,5 +357,17 @@ int main(void)
 	/* 4. Late entries. */
 	c[MAX_CGROUPS + 1] = u;
 	late_entries(u, c[1], c + 2, MAX_CGROUPS);
+
+	/* 5. A restart asking for another size keeps the pinned tables and
+	 * their counters, and says so. */
+	ASSERT_EQ(daemon_stop(), 0);
+	daemon_write_config("[Daemon]\nMaxCgroups=%d\nDropInDir=%s\nStateDir=%s/state\n"
+			    "RuntimeDir=%s/run\n", 2 * MAX_CGROUPS, daemon_confdir(), test_tmpdir(),
+			    test_tmpdir());
+	ASSERT_EQ(daemon_start(""), 0);
+	EXPECT_EQ(table_value("cgroup_usage", "max_entries"), MAX_CGROUPS);
+	EXPECT_EQ(table_value("cgroup_limits", "max_entries"), MAX_CGROUPS);
+	EXPECT_EQ(daemon_log_count("MaxCgroups=16 takes effect at a clean start"), 1);
+	EXPECT_GT(json_cgroup_value(status_json_of(cg_rel(u)), cg_rel(u), "limit_pages"), 0);
 	return test_done();
 }
