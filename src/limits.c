@@ -294,11 +294,15 @@ static int limits_write(int fd, const struct cgroup_entry *e, const struct cgrou
 }
 
 /* A refusal of the whole pass, logged once while it stays the same (the
- * full pass is retried on the poll timer). */
+ * full pass is retried on the poll timer); NULL: a pass was applied. */
 static void apply_refused(const char *why)
 {
 	static char last[512];
 
+	if (!why) {
+		last[0] = '\0';
+		return;
+	}
 	if (!strcmp(last, why))
 		return;
 	snprintf(last, sizeof(last), "%s", why);
@@ -383,6 +387,7 @@ int limits_apply(struct daemon *d)
 			r = limits_write(fd, d->tree.entries[i], &want[i]);
 	if (r)
 		goto out;
+	apply_refused(NULL);
 	d->limited_cgroups = limited;
 	if (d->enforce) {
 		r = enforce_set_limited(d->enforce, limited_cgs, limited, &d->tree);
