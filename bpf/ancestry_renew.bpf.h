@@ -118,7 +118,7 @@ static long ancestry_move_level(__u64 step, void *ctx)
 			m->missed_to |= TCPBUF_MISSED_BIT(i);
 	} else if (i < sc->levels) {
 		id = sc->ancestors[i];
-		missed = sc->level_missed & TCPBUF_MISSED_BIT(i);
+		missed = sc->levels_word & TCPBUF_MISSED_BIT(i);
 		j = ancestry_index(to->ids, to->n, id);
 		if (j < 0)
 			ancestry_move_one(sc, i, id, -1, !missed);
@@ -142,8 +142,7 @@ static __always_inline void ancestry_renew(struct sock *sk, struct sock_charge *
 	bpf_loop(2 * TCPBUF_MAX_DEPTH, ancestry_move_level, &m, 0);
 	for (k = 0; k < TCPBUF_MAX_DEPTH; k++)
 		sc->ancestors[k] = to.ids[k];
-	sc->levels = to.n;
-	sc->level_missed = (sc->level_missed & TCPBUF_LEVEL_MASK) | m.missed_to;
+	sc->levels_word = TCPBUF_LEVELS_WORD(to.n) | m.missed_to;
 	sc->limited.word = 0;	/* which of them are limited: read anew */
 	sc->ancestry_gen = gen;
 }

@@ -255,7 +255,7 @@ static __always_inline struct cgroup_usage *usage_entry_make(const struct sock_c
 
 	/* Read only here: level is past the entry's first line. Only the
 	 * socket's own level is known (the daemon makes limited ones). */
-	fresh.level = i ? 0 : sc->level_missed & TCPBUF_LEVEL_MASK;
+	fresh.level = i ? 0 : sc->level;
 	bpf_map_update_elem(&cgroup_usage, &id, &fresh, BPF_NOEXIST);
 	return bpf_map_lookup_elem(&cgroup_usage, &id);
 }
@@ -276,10 +276,10 @@ static __always_inline bool level_skipped(struct sock_charge *sc, __u32 i, __s64
 {
 	__u32 bit = TCPBUF_MISSED_BIT(i);
 
-	if (!(sc->level_missed & bit))
+	if (!(sc->levels_word & bit))
 		return false;
 	if (sockets < 0)	/* the socket's charge is back to 0 */
-		__sync_fetch_and_and(&sc->level_missed, ~bit);
+		__sync_fetch_and_and(&sc->levels_word, ~bit);
 	return true;
 }
 
@@ -299,7 +299,7 @@ static __always_inline void charge_one_cgroup(struct sock_charge *sc, __u32 i, _
 			return; /* never create an entry to uncharge from */
 		usage = usage_entry_make(sc, i, id);
 		if (!usage) {
-			__sync_fetch_and_or(&sc->level_missed, TCPBUF_MISSED_BIT(i));
+			__sync_fetch_and_or(&sc->levels_word, TCPBUF_MISSED_BIT(i));
 			return;
 		}
 	}
@@ -416,14 +416,13 @@ static __always_inline void sock_ancestry_fill(struct sock_charge *sc, const str
 	if (!cg)
 		return;
 	own = cg->kn->id;
-	/* No tree is 65,535 deep (a path would pass PATH_MAX long before). */
-	sc->level_missed = cg->level & TCPBUF_LEVEL_MASK;
+	sc->level = cg->level;
 	ancestry_list_of(&a, sk);
 	sc->ancestry_gen = gen;
 	for (i = 0; i < TCPBUF_MAX_DEPTH; i++)
 		sc->ancestors[i] = a.ids[i];
 	if (a.n)
-		__sync_val_compare_and_swap(&sc->levels, 0, a.n);
+		__sync_val_compare_and_swap(&sc->levels_word, 0, TCPBUF_LEVELS_WORD(a.n));
 	__sync_val_compare_and_swap(&sc->cgroup_id, 0, own);
 }
 
