@@ -57,6 +57,8 @@ LIBEXECDIR   ?= $(PREFIX)/libexec/tcpbufd
 HOOKSDIR     ?= $(PREFIX)/share/containers/oci/hooks.d
 # systemd integration (sd_notify) and the Prometheus exporter
 DAEMON_SRCS  += src/notify.c src/metrics.c
+# MaxCgroups=: the cgroup tables' size and fill
+DAEMON_SRCS  += src/capacity.c src/tables.c src/limits_room.c
 
 .DELETE_ON_ERROR:
 .SECONDARY:

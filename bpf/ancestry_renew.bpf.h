@@ -5,7 +5,9 @@
  * follows every change: a cgroup that gained limits takes what the socket
  * holds and its counts from now on, one that lost them gives them back.
  * The sweep holds the socket's lock (iter/tcp), as do exact mode's charges,
- * so the move and the list agree with what the socket has charged.
+ * so the move and the list agree with what the socket has charged. A level
+ * the socket missed (charge.bpf.h, late entries) takes its charge here once
+ * it has an entry.
  */
 #ifndef TCPBUF_ANCESTRY_RENEW_BPF_H
 #define TCPBUF_ANCESTRY_RENEW_BPF_H
@@ -15,37 +17,41 @@
 struct ancestry_move {
 	struct sock_charge *sc;
 	const struct ancestry_list *to;
+	__u32 missed_to;	/* TCPBUF_MISSED_BIT()s of the new list */
 };
 
-static __always_inline bool ancestry_has(const __u64 *ids, __u32 n, __u64 id)
+/* Where @id is in @ids (of @n), or -1. */
+static __always_inline int ancestry_index(const __u64 *ids, __u32 n, __u64 id)
 {
 	int k;
 
 	for (k = 0; k < TCPBUF_MAX_DEPTH; k++)
 		if (k < n && ids[k] == id)
-			return true;
-	return false;
+			return k;
+	return -1;
 }
 
-/* Move the socket's charge and counts into (or out of) the cgroup @id. */
-static __always_inline void ancestry_move_one(struct sock_charge *sc, __u32 i, __u64 id,
-					      __s64 sign)
+/* Move the socket's charge (unless @pages_too is false) and counts into
+ * (or out of) the cgroup @id. False when an entry to move into could not be
+ * made (cgroup_usage full): then nothing moved. */
+static __always_inline bool ancestry_move_one(struct sock_charge *sc, __u32 i, __u64 id,
+					      __s64 sign, bool pages_too)
 {
-	__s64 pages = sc->charged_pages > 0 ? sc->charged_pages : 0;
+	__s64 pages = pages_too && sc->charged_pages > 0 ? sc->charged_pages : 0;
 	__s64 counted = !!(sc->enforce.flags & TCPBUF_SE_COUNTED);
 	__s64 sender = !!(sc->enforce.flags & TCPBUF_SE_SENDER);
 	struct cgroup_usage *u;
 	__s64 now;
 
 	if (!pages && !counted && !sender)
-		return;
+		return true;
 	u = bpf_map_lookup_elem(&cgroup_usage, &id);
 	if (!u) {
 		if (sign < 0)
-			return;
+			return true;
 		u = usage_entry_make(sc, i, id);
 		if (!u)
-			return;
+			return false;
 	}
 	if (pages) {
 		now = __sync_fetch_and_add(&u->usage_pages, sign * pages) + sign * pages;
@@ -60,29 +66,64 @@ static __always_inline void ancestry_move_one(struct sock_charge *sc, __u32 i, _
 		__sync_fetch_and_add(&u->established.senders, sign);
 	if (counted)
 		near_update(id, u);
+	return true;
 }
 
-/* Steps 0-7: out of the old list's cgroups not in the new one; 8-15: into
- * the new list's not in the old one. One loop, so the verifier checks the
- * body once. */
+/* A level kept in the new list that the socket missed (charge.bpf.h, late
+ * entries): given the socket's whole charge now if it has an entry, else
+ * still missed. Counts are not moved: they stayed where they were. */
+static __always_inline void ancestry_catch_up(struct ancestry_move *m, __u32 j, __u64 id)
+{
+	struct sock_charge *sc = m->sc;
+	__s64 pages = sc->charged_pages;
+	struct cgroup_usage *u;
+	__s64 now;
+
+	if (pages <= 0)
+		return;
+	u = bpf_map_lookup_elem(&cgroup_usage, &id);
+	if (!u)
+		u = usage_entry_make(sc, j, id);
+	if (!u) {
+		m->missed_to |= TCPBUF_MISSED_BIT(j);
+		return;
+	}
+	now = __sync_fetch_and_add(&u->usage_pages, pages) + pages;
+	__sync_fetch_and_add(&u->sockets, 1);
+	if (now > u->peak_pages)
+		u->peak_pages = now;
+	cgroup_state_update(id, u, now);
+}
+
+/* Steps 0-7: out of the old list's cgroups not in the new one (a missed one
+ * gives back no pages), the missed ones kept caught up; 8-15: into the new
+ * list's not in the old one. One loop, so the verifier checks the body
+ * once. */
 static long ancestry_move_level(__u64 step, void *ctx)
 {
 	struct ancestry_move *m = ctx;
 	struct sock_charge *sc = m->sc;
 	const struct ancestry_list *to = m->to;
 	__u32 i = step & (TCPBUF_MAX_DEPTH - 1);
+	bool missed;
 	__u64 id;
+	int j;
 
 	if (step >= TCPBUF_MAX_DEPTH) {
 		if (i >= to->n)
 			return 1;
 		id = to->ids[i];
-		if (!ancestry_has(sc->ancestors, sc->levels, id))
-			ancestry_move_one(sc, i, id, 1);
+		if (ancestry_index(sc->ancestors, sc->levels, id) < 0 &&
+		    !ancestry_move_one(sc, i, id, 1, true) && sc->charged_pages > 0)
+			m->missed_to |= TCPBUF_MISSED_BIT(i);
 	} else if (i < sc->levels) {
 		id = sc->ancestors[i];
-		if (!ancestry_has(to->ids, to->n, id))
-			ancestry_move_one(sc, i, id, -1);
+		missed = sc->levels_word & TCPBUF_MISSED_BIT(i);
+		j = ancestry_index(to->ids, to->n, id);
+		if (j < 0)
+			ancestry_move_one(sc, i, id, -1, !missed);
+		else if (missed)
+			ancestry_catch_up(m, j, id);
 	}
 	return 0;
 }
@@ -101,7 +142,7 @@ static __always_inline void ancestry_renew(struct sock *sk, struct sock_charge *
 	bpf_loop(2 * TCPBUF_MAX_DEPTH, ancestry_move_level, &m, 0);
 	for (k = 0; k < TCPBUF_MAX_DEPTH; k++)
 		sc->ancestors[k] = to.ids[k];
-	sc->levels = to.n;
+	sc->levels_word = TCPBUF_LEVELS_WORD(to.n) | m.missed_to;
 	sc->limited.word = 0;	/* which of them are limited: read anew */
 	sc->ancestry_gen = gen;
 }

@@ -260,21 +260,48 @@ static __always_inline struct cgroup_usage *usage_entry_make(const struct sock_c
 	return bpf_map_lookup_elem(&cgroup_usage, &id);
 }
 
+/*
+ * Late entries. A level whose usage entry could not be made when the socket
+ * charged it (cgroup_usage full) is marked missed in the socket's entry and
+ * then skipped by its charges and uncharges alike: an entry another socket
+ * makes there later never takes uncharges of pages it was never given, so it
+ * neither goes negative nor gains headroom. The mark goes when the socket's
+ * charge is back to 0 (the level then rightly holds nothing of it), or when
+ * the sweep after a change of limits finds the entry and moves the socket's
+ * whole charge into it (ancestry_renew.bpf.h). Only a level without limits
+ * can be missed: the daemon makes limited cgroups' entries before their
+ * limits, or refuses the limits.
+ */
+static __always_inline bool level_skipped(struct sock_charge *sc, __u32 i, __s64 sockets)
+{
+	__u32 bit = TCPBUF_MISSED_BIT(i);
+
+	if (!(sc->levels_word & bit))
+		return false;
+	if (sockets < 0)	/* the socket's charge is back to 0 */
+		__sync_fetch_and_and(&sc->levels_word, ~bit);
+	return true;
+}
+
 /* The cgroup at ancestors[@i] of the socket whose entry is @sc. */
-static __always_inline void charge_one_cgroup(const struct sock_charge *sc, __u32 i, __s64 pages,
+static __always_inline void charge_one_cgroup(struct sock_charge *sc, __u32 i, __s64 pages,
 					      __s64 sockets)
 {
 	__u64 id = sc->ancestors[i & (TCPBUF_MAX_DEPTH - 1)];
 	struct cgroup_usage *usage;
 	__s64 now;
 
+	if (level_skipped(sc, i, sockets))
+		return;
 	usage = bpf_map_lookup_elem(&cgroup_usage, &id);
 	if (!usage) {
 		if (pages <= 0)
 			return; /* never create an entry to uncharge from */
 		usage = usage_entry_make(sc, i, id);
-		if (!usage)
+		if (!usage) {
+			__sync_fetch_and_or(&sc->levels_word, TCPBUF_MISSED_BIT(i));
 			return;
+		}
 	}
 	now = __sync_fetch_and_add(&usage->usage_pages, pages) + pages;
 	if (sockets)
@@ -395,7 +422,7 @@ static __always_inline void sock_ancestry_fill(struct sock_charge *sc, const str
 	for (i = 0; i < TCPBUF_MAX_DEPTH; i++)
 		sc->ancestors[i] = a.ids[i];
 	if (a.n)
-		__sync_val_compare_and_swap(&sc->levels, 0, a.n);
+		__sync_val_compare_and_swap(&sc->levels_word, 0, TCPBUF_LEVELS_WORD(a.n));
 	__sync_val_compare_and_swap(&sc->cgroup_id, 0, own);
 }
 
@@ -432,7 +459,7 @@ static __always_inline struct sock_charge *sock_charge_find(struct sock *sk, boo
 }
 
 struct charge_walk {
-	const struct sock_charge *sc;
+	struct sock_charge *sc;
 	__s64 pages, sockets;
 	__u32 first;	/* the levels below were charged inline */
 };
@@ -441,7 +468,7 @@ struct charge_walk {
 static long charge_level(__u64 i, void *ctx)
 {
 	struct charge_walk *w = ctx;
-	const struct sock_charge *sc = w->sc;
+	struct sock_charge *sc = w->sc;
 
 	i += w->first;
 	if (i >= TCPBUF_MAX_DEPTH || i >= sc->levels)
@@ -457,7 +484,7 @@ static long charge_level(__u64 i, void *ctx)
  * TCP_RR 62-67 ns instead of 41-42 (clock included). */
 #define CHARGE_INLINE_LEVELS	2
 
-static __always_inline void charge_hierarchy(const struct sock_charge *sc, __s64 pages,
+static __always_inline void charge_hierarchy(struct sock_charge *sc, __s64 pages,
 					     __s64 sockets)
 {
 	struct charge_walk w = {
@@ -476,7 +503,7 @@ static __always_inline void charge_hierarchy(const struct sock_charge *sc, __s64
 
 /* Apply a charge of @pages (negative: uncharge) that moved the socket from
  * @before to @before + @pages charged pages. */
-static __always_inline void charge_apply(const struct sock_charge *sc, __s64 before, __s64 pages)
+static __always_inline void charge_apply(struct sock_charge *sc, __s64 before, __s64 pages)
 {
 	__s64 after = before + pages;
 	__s64 sockets = 0;

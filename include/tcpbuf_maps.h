@@ -12,7 +12,7 @@
 #include <linux/types.h>
 #endif
 
-#define TCPBUF_LAYOUT_VERSION	14
+#define TCPBUF_LAYOUT_VERSION	15
 
 /*
  * A socket charges its own cgroup and its limited ancestors, however far
@@ -186,7 +186,18 @@ struct sock_charge {
 	 * socket's cgroup is fixed at its creation, and walking the ancestry
 	 * at every charge cost more than the rest of the charge.
 	 */
-	__u32 levels;		/* entries in ancestors[] */
+	union {
+		struct {
+			__u16 levels;		/* entries in ancestors[] */
+			/* Bit i: ancestors[i] had no usage entry and none
+			 * could be made (cgroup_usage full) when this socket
+			 * charged it, so it holds none of the socket's pages
+			 * (charge.bpf.h, "late entries"). Beside levels, on
+			 * the line every charge reads. */
+			__u16 missed_levels;
+		};
+		__u32 levels_word;	/* both, for atomics (TCPBUF_MISSED_BIT()) */
+	};
 	union sock_limited_levels limited;
 	__u64 ancestors[TCPBUF_MAX_DEPTH];
 	__u32 level;		/* level of the socket's own cgroup (ancestors[0]) */
@@ -196,6 +207,14 @@ struct sock_charge {
 	__u64 cgroup_id;
 };
 _Static_assert(sizeof(struct sock_charge) <= 120, "see TCPBUF_MAX_DEPTH");
+/* sock_charge.levels_word: @n levels, and missed_levels' bit for ancestors[@i]. */
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define TCPBUF_LEVELS_WORD(n)	((__u32)(n) << 16)
+#define TCPBUF_MISSED_BIT(i)	(1u << ((i) & (TCPBUF_MAX_DEPTH - 1)))
+#else
+#define TCPBUF_LEVELS_WORD(n)	((__u32)(n))
+#define TCPBUF_MISSED_BIT(i)	(1u << (16 + ((i) & (TCPBUF_MAX_DEPTH - 1))))
+#endif
 
 /* Map "fallback_ctl" (array, one entry), written by BPF only. */
 struct tcpbuf_fallback_ctl {

@@ -9,6 +9,7 @@
 #include "bypass.h"
 #include "bpffs.h"
 #include "log.h"
+#include "tables.h"
 #include "bypass.skel.h"
 
 #include <bpf/bpf.h>
@@ -86,7 +87,9 @@ static int attach(const char *pin_path, const char *mount, const char *scope)
 		skel = bypass__open_opts(&opts);
 		if (!skel)
 			return -errno;
-		err = bypass__load(skel);
+		err = tables_fit(skel->obj, pin_path);
+		if (!err)
+			err = bypass__load(skel);
 		if (err) {
 			bypass__destroy(skel);
 			skel = NULL;

@@ -237,10 +237,12 @@ static int runtime_store(struct daemon *d, const struct runtime_limit *rt, uint6
 		}
 	}
 	r = rt ? runtime_limits_put(&d->runtime, rt) : (runtime_limits_drop(&d->runtime, id), 0);
-	if (!r)
-		r = runtime_limits_save(d->cfg.runtime_dir, &d->runtime, err, errlen);
-	else
+	if (r)
 		snprintf(err, errlen, "out of memory");
+	else if (rt && limits_check(d, &d->cfg, err, errlen))
+		r = 1;	/* too deep, or no room in the cgroup tables: refused before it is kept */
+	else
+		r = runtime_limits_save(d->cfg.runtime_dir, &d->runtime, err, errlen);
 	if (r) {
 		/* What runs stays what the file says. */
 		if (had)

@@ -258,6 +258,24 @@ static int set_interval(struct parse_ctx *ctx, const struct key *k, const char *
 	return 0;
 }
 
+/* Entries of cgroup_usage and cgroup_limits: sized when the maps are made. */
+#define MAX_CGROUPS_MIN	1
+#define MAX_CGROUPS_MAX	(1 << 22)
+
+static int set_max_cgroups(struct parse_ctx *ctx, const struct key *k, const char *value)
+{
+	unsigned long v = 0;
+	int ret = parse_unsigned(value, 10, MAX_CGROUPS_MAX, &v);
+
+	if (ret == -EINVAL)
+		return fail(ctx, ctx->line, "%s=%s: bad number", k->name, value);
+	if (ret == -ERANGE || v < MAX_CGROUPS_MIN)
+		return fail(ctx, ctx->line, "%s=%s: must be between %d and %d cgroups", k->name,
+			    value, MAX_CGROUPS_MIN, MAX_CGROUPS_MAX);
+	*(unsigned *)((char *)ctx->cfg + k->offset) = (unsigned)v;
+	return 0;
+}
+
 static int set_socket_mode(struct parse_ctx *ctx, const struct key *k, const char *value)
 {
 	unsigned long v = 0;
@@ -412,6 +430,7 @@ static const struct key daemon_keys[] = {
 	{ "Mode",		"auto",				set_mode,	 CFG(mode) },
 	{ "SampleIntervalMs",	"1000",				set_interval,	 CFG(sample_interval_ms) },
 	{ "PollIntervalMs",	"1000",				set_interval,	 CFG(poll_interval_ms) },
+	{ "MaxCgroups",		"65536",			set_max_cgroups, CFG(max_cgroups) },
 	{ "LogLevel",		"info",				set_log_level,	 CFG(log_level) },
 	{ "SocketMode",		"0600",				set_socket_mode, CFG(socket_mode) },
 	{ "SocketGroup",	"",				set_group,	 CFG(socket_group) },

@@ -48,6 +48,7 @@ struct config {
 	char *mode;		/* "auto", "exact" or "sampled" */
 	unsigned sample_interval_ms;	/* sampled-mode reconcile period */
 	unsigned poll_interval_ms;	/* cgroup tree and state poll period */
+	unsigned max_cgroups;	/* entries of cgroup_usage and cgroup_limits, at their making */
 	int log_level;		/* syslog priority: LOG_ERR .. LOG_DEBUG */
 	unsigned socket_mode;	/* permission bits of the control socket */
 	char *socket_group;	/* group owning the control socket, NULL = unchanged */

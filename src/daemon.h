@@ -44,10 +44,23 @@ const char *daemon_scope(const struct daemon *d);	/* cgroup subtree for cgroup p
 
 /* Write the limits of every existing cgroup into the limits map. */
 int limits_apply(struct daemon *d);
-/* Whether @cfg's limits fit in what a socket charges (limits.c): 0, or -errno
- * with one line in @err. */
-int limits_nesting_check(const struct daemon *d, const struct config *cfg, char *err,
-			 size_t errlen);
+/* Whether @cfg's limits can be applied: at most TCPBUF_MAX_NESTED_LIMITS on
+ * a path (what a socket charges) and room in the cgroup tables. 0, or -errno
+ * with one line in @err naming the cgroup (and the table). */
+int limits_check(const struct daemon *d, const struct config *cfg, char *err, size_t errlen);
+/* Which cgroups of the tree @cfg limits (by the tree's order), or NULL (ENOMEM). Free it. */
+bool *limits_wanted(const struct daemon *d, const struct config *cfg);
+/* Whether the cgroups @want limits (limits_wanted()) fit in the cgroup tables
+ * (limits_room.c): 0, or -ENOSPC with one line in @err. */
+int limits_room_check(const struct daemon *d, const bool *want, char *err, size_t errlen);
+/* Make the usage entries the limited cgroups @ids (paths @paths) lack, all or
+ * none: 0, or -ENOSPC with one line in @err and none of them made. */
+int limits_usage_prepare(const struct daemon *d, const uint64_t *ids, const char *const *paths,
+			 size_t n, char *err, size_t errlen);
+/* Room for one more limited cgroup @e (a new cgroup a rule matches): its usage
+ * entry made; 0, or -ENOSPC with one line in @err. */
+int limits_room_for_one(const struct daemon *d, const struct cgroup_entry *e, char *err,
+			size_t errlen);
 /* Give the new cgroups @ids (parents first) their limits. */
 int limits_add(struct daemon *d, const uint64_t *ids, size_t n);
 /* @e is gone: its limits and ingress refusal go too. */

@@ -33,6 +33,7 @@
 #include "demand.h"
 #include "enforce.h"
 #include "log.h"
+#include "tables.h"
 #include "tcpbuf_enforce.h"
 #include "enforcer.h"
 
@@ -254,7 +255,9 @@ int enforce_start(const struct enforce_opts *o, struct enforcer **out)
 	 * BTF too, and listing BTF objects takes CAP_SYS_ADMIN (6.1). */
 	if (!kctx)
 		sys_admin_effective(true);
-	err = enforce__load(e->skel);
+	err = tables_fit(e->skel->obj, o->pin_path);
+	if (!err)
+		err = enforce__load(e->skel);
 	if (!kctx)
 		sys_admin_effective(false);
 	if (err) {

@@ -186,24 +186,15 @@ static bool want_at(const struct cgroup_tree *t, const bool *want, const char *p
 	return at && want[at - t->entries];
 }
 
-/*
- * A socket charges its own cgroup and its limited ancestors, at most
- * TCPBUF_MAX_DEPTH (include/tcpbuf_maps.h): refuse @cfg if it nests more
- * than TCPBUF_MAX_NESTED_LIMITS limits on one path, naming the deepest
- * cgroup first found, rather than leave a limit that some sockets escape.
- */
-int limits_nesting_check(const struct daemon *d, const struct config *cfg, char *err,
-			 size_t errlen)
+bool *limits_wanted(const struct daemon *d, const struct config *cfg)
 {
 	const struct cgroup_tree *t = &d->tree;
 	struct cgroup_limits l;
-	char up[PATH_MAX];
 	bool *want;
-	int r = 0;
 
 	want = calloc(t->n ? t->n : 1, sizeof(*want));
 	if (!want)
-		return -ENOMEM;
+		return NULL;
 	for (size_t i = 0; i < t->n; i++) {
 		struct cgroup_entry *e = t->entries[i];
 		unsigned char source = e->limit_source;	/* a check changes nothing */
@@ -211,6 +202,21 @@ int limits_nesting_check(const struct daemon *d, const struct config *cfg, char 
 		want[i] = limits_for_cfg(d, cfg, e, &l);
 		e->limit_source = source;
 	}
+	return want;
+}
+
+/*
+ * A socket charges its own cgroup and its limited ancestors, at most
+ * TCPBUF_MAX_DEPTH (include/tcpbuf_maps.h): refuse @cfg if it nests more
+ * than TCPBUF_MAX_NESTED_LIMITS limits on one path, naming the deepest
+ * cgroup first found, rather than leave a limit that some sockets escape.
+ */
+static int nesting_check(const struct daemon *d, const bool *want, char *err, size_t errlen)
+{
+	const struct cgroup_tree *t = &d->tree;
+	char up[PATH_MAX];
+	int r = 0;
+
 	for (size_t i = 0; i < t->n && !r; i++) {
 		const char *path = t->entries[i]->path;
 		unsigned nested = 1;
@@ -229,6 +235,21 @@ int limits_nesting_check(const struct daemon *d, const struct config *cfg, char 
 			r = -EMLINK;
 		}
 	}
+	return r;
+}
+
+/* Nesting, then room in the cgroup tables (limits_room.c), from one reading
+ * of which cgroups @cfg limits. */
+int limits_check(const struct daemon *d, const struct config *cfg, char *err, size_t errlen)
+{
+	bool *want = limits_wanted(d, cfg);
+	int r;
+
+	if (!want)
+		return -ENOMEM;
+	r = nesting_check(d, want, err, errlen);
+	if (!r)
+		r = limits_room_check(d, want, err, errlen);
 	free(want);
 	return r;
 }
@@ -272,43 +293,83 @@ static int limits_write(int fd, const struct cgroup_entry *e, const struct cgrou
 	return 0;
 }
 
+/* A refusal of the whole pass, logged once while it stays the same (the
+ * full pass is retried on the poll timer); NULL: a pass was applied. */
+static void apply_refused(const char *why)
+{
+	static char last[512];
+
+	if (!why) {
+		last[0] = '\0';
+		return;
+	}
+	if (!strcmp(last, why))
+		return;
+	snprintf(last, sizeof(last), "%s", why);
+	log_err("limits not applied, the running ones kept: %s", why);
+}
+
+/* What a cgroup had before a pass that may be undone. */
+struct limits_had {
+	bool limited;
+	unsigned char source;
+};
+
 int limits_apply(struct daemon *d)
 {
 	int fd = loader_limits_fd(d->bpf), r;
-	struct cgroup_limits want;
-	struct enforce_cgroup *limited_cgs;
+	struct cgroup_limits *want = NULL;
+	struct enforce_cgroup *limited_cgs = NULL;
+	struct limits_had *had = NULL;
+	const char **paths = NULL;
+	uint64_t *ids = NULL;
 	unsigned limited = 0;
 	__u64 key, next, *prev = NULL;
 	char why[512];
-	size_t i;
+	size_t i, n = d->tree.n ? d->tree.n : 1;
 
 	/* Refused before anything is written (daemon_reload() checks first). */
-	r = limits_nesting_check(d, &d->cfg, why, sizeof(why));
+	r = limits_check(d, &d->cfg, why, sizeof(why));
 	if (r) {
-		log_err("limits not applied: %s", why);
+		apply_refused(why);
 		return r;
 	}
 	thresholds_prune(d, NULL);
-	limited_cgs = calloc(d->tree.n ? d->tree.n : 1, sizeof(*limited_cgs));
-	if (!limited_cgs)
-		return -ENOMEM;
+	limited_cgs = calloc(n, sizeof(*limited_cgs));
+	want = calloc(n, sizeof(*want));
+	had = calloc(n, sizeof(*had));
+	ids = calloc(n, sizeof(*ids));
+	paths = calloc(n, sizeof(*paths));
+	r = -ENOMEM;
+	if (!limited_cgs || !want || !had || !ids || !paths)
+		goto out;
 	for (i = 0; i < d->tree.n; i++) {
 		struct cgroup_entry *e = d->tree.entries[i];
 
-		e->limited = limits_for(d, e, &want);
+		had[i] = (struct limits_had){ .limited = e->limited, .source = e->limit_source };
+		e->limited = limits_for(d, e, &want[i]);
 		if (!e->limited)
 			continue;
+		ids[limited] = e->id;
+		paths[limited] = e->path;
 		limited_cgs[limited++] = (struct enforce_cgroup){ .id = e->id, .path = e->path };
-		r = limits_write(fd, e, &want);
-		if (r) {
-			free(limited_cgs);
-			return r;
+	}
+	/* Every limited cgroup's usage entry first: the one write that can
+	 * still meet a full table (charges make entries too). */
+	r = limits_usage_prepare(d, ids, paths, limited, why, sizeof(why));
+	if (r) {
+		for (i = 0; i < d->tree.n; i++) {
+			d->tree.entries[i]->limited = had[i].limited;
+			d->tree.entries[i]->limit_source = had[i].source;
 		}
+		apply_refused(why);
+		goto out;
 	}
 	/* Every cgroup's flag is set: now which are below another limited one. */
 	for (i = 0; i < limited; i++)
 		limited_cgs[i].covered = has_limited_ancestor(&d->tree, limited_cgs[i].path);
-	/* Drop limits of cgroups that are gone or no longer match any rule. */
+	/* Drop limits of cgroups that are gone or no longer match any rule,
+	 * before writing new ones: room was checked for what remains. */
 	for (; !bpf_map_get_next_key(fd, prev, &next);) {
 		const struct cgroup_entry *e = cgroup_tree_find(&d->tree, next);
 
@@ -321,15 +382,27 @@ int limits_apply(struct daemon *d)
 		key = next;
 		prev = &key;
 	}
+	for (i = 0; i < d->tree.n && !r; i++)
+		if (d->tree.entries[i]->limited)
+			r = limits_write(fd, d->tree.entries[i], &want[i]);
+	if (r)
+		goto out;
+	apply_refused(NULL);
 	d->limited_cgroups = limited;
 	if (d->enforce) {
 		r = enforce_set_limited(d->enforce, limited_cgs, limited, &d->tree);
 		if (r)
 			log_warn("enforcement not fully updated for %u limited cgroups: %s", limited,
 				 strerror(-r));
+		r = 0;
 	}
+out:
 	free(limited_cgs);
-	return 0;
+	free(want);
+	free(had);
+	free(ids);
+	free(paths);
+	return r;
 }
 
 int limits_add(struct daemon *d, const uint64_t *ids, size_t n)
@@ -338,6 +411,7 @@ int limits_add(struct daemon *d, const uint64_t *ids, size_t n)
 	struct enforce_cgroup *added;
 	struct cgroup_limits want;
 	size_t n_added = 0;
+	char why[512];
 
 	added = calloc(n ? n : 1, sizeof(*added));
 	if (!added)
@@ -351,6 +425,11 @@ int limits_add(struct daemon *d, const uint64_t *ids, size_t n)
 		if (limited_ancestors(&d->tree, e->path) + 1 > TCPBUF_MAX_NESTED_LIMITS) {
 			log_err("%s: not limited: %u nested limits on its path, at most %d", e->path,
 				limited_ancestors(&d->tree, e->path) + 1, TCPBUF_MAX_NESTED_LIMITS);
+			continue;
+		}
+		if (limits_room_for_one(d, e, why, sizeof(why))) {
+			if (cgroup_line_ok())
+				log_err("%s", why);
 			continue;
 		}
 		r = limits_write(fd, e, &want);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
+#include "tables.h"
 #include "account_exact.skel.h"
 #include "account_sampled.skel.h"
 #include "reconcile.skel.h"
@@ -224,7 +225,9 @@ static int load_exact(struct tcpbuf_bpf *bpf)
 	skel = account_exact__open_opts(&o);
 	if (!skel)
 		return -errno;
-	err = account_exact__load(skel);
+	err = tables_fit(skel->obj, bpf->pin_path);
+	if (!err)
+		err = account_exact__load(skel);
 	if (!err)
 		err = attach_and_pin(bpf, skel->obj);
 	if (err) {
@@ -267,7 +270,9 @@ static int load_sampled(struct tcpbuf_bpf *bpf)
 	if (!skel)
 		return -errno;
 	disable_missing_tracepoints(skel->obj);
-	err = account_sampled__load(skel);
+	err = tables_fit(skel->obj, bpf->pin_path);
+	if (!err)
+		err = account_sampled__load(skel);
 	if (!err)
 		err = attach_and_pin(bpf, skel->obj);
 	account_sampled__destroy(skel);
@@ -287,7 +292,9 @@ static int load_reconcile(struct tcpbuf_bpf *bpf)
 	skel = reconcile__open_opts(&o);
 	if (!skel)
 		return -errno;
-	err = reconcile__load(skel);
+	err = tables_fit(skel->obj, bpf->pin_path);
+	if (!err)
+		err = reconcile__load(skel);
 	if (err) {
 		log_err("cannot load reconcile program: %s", strerror(-err));
 		goto out;

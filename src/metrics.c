@@ -12,6 +12,7 @@
 #include "container_name.h"
 #include "host_tcp_mem.h"
 #include "metrics.h"
+#include "tables.h"
 
 #define PAGE_BYTES 4096ULL
 
@@ -219,6 +220,7 @@ void metrics_print(FILE *f, const struct status_rows *rows, const char *mode,
 	fprintf(f, "tcpbufd_limited_cgroups %u\n", limited_cgroups);
 	host_tcp_mem_print(f);
 	metrics_print_bypass(f);
+	tables_print_metrics(f);
 
 	for (m = 0; m < sizeof(metrics) / sizeof(metrics[0]); m++) {
 		header(f, metrics[m].name, metrics[m].type, metrics[m].help);

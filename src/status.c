@@ -8,6 +8,7 @@
 #include "memevents.h"
 #include "size.h"
 #include "status.h"
+#include "tables.h"
 #include "subtree.h"
 
 #define PAGE_BYTES 4096ULL
@@ -191,6 +192,7 @@ void status_print_json(FILE *f, const struct status_rows *rows, const char *mode
 
 	fprintf(f, "{\"version\": \"%s\", \"mode\": \"%s\", \"bypass_prot_mem\": \"%s\", ",
 		TCPBUFD_VERSION, mode, bypass_state_name(bypass_current()));
+	tables_print_json(f);
 	if (sock_entries >= 0)
 		fprintf(f, "\"socket_entries\": %ld,\n \"cgroups\": [", sock_entries);
 	else
@@ -265,6 +267,7 @@ void status_print_table(FILE *f, const struct status_rows *rows, const char *mod
 	size_t i;
 
 	fprintf(f, "mode: %s\n", mode);
+	tables_print_table(f);
 	fprintf(f, "%-36s %8s %8s %7s %8s %8s %8s %8s %-8s %7s %11s\n", "CGROUP", "USAGE", "PEAK",
 		"SOCKETS", "LIMIT", "MIN", "PRESSURE", "MAX", "STATE", "FAILCNT", "UNACCOUNTED");
 	for (i = 0; i < rows->n; i++) {

@@ -22,6 +22,7 @@
 #include "bypass.h"
 #include "daemon.h"
 #include "log.h"
+#include "tables.h"
 #include "netns.h"
 #include "notify.h"
 #include "peer_facts.h"
@@ -88,7 +89,7 @@ int daemon_reload(struct daemon *d, char *err, size_t errlen)
 	}
 	notify_reloading();
 	r = load_config(d, &next, err, errlen);
-	if (!r && (r = limits_nesting_check(d, &next, err, errlen)))
+	if (!r && (r = limits_check(d, &next, err, errlen)))
 		config_free(&next);
 	if (r) {
 		log_err("reload refused, running configuration kept: %s", err);
@@ -97,6 +98,7 @@ int daemon_reload(struct daemon *d, char *err, size_t errlen)
 	}
 	config_free(&d->cfg);
 	d->cfg = next;
+	tables_reconfigured(d->cfg.max_cgroups);
 	peer_facts_admin_group(d->cfg.admin_gid);
 	r = daemon_resync(d);
 	if (!r)
@@ -527,7 +529,10 @@ int main(int argc, char **argv)
 	netns_init(&d.tree, daemon_scope(&d));
 	lo = (struct loader_opts){ .pin_path = daemon_pin_path(&d),
 				   .mode = d.mode_arg ? d.mode_arg : d.cfg.mode };
+	tables_want(d.cfg.max_cgroups);
 	r = loader_start(&lo, &d.bpf);
+	if (!r)
+		r = tables_init(loader_usage_fd(d.bpf), loader_limits_fd(d.bpf), lo.pin_path);
 	if (r) {
 		log_err("cannot start BPF accounting at %s: %s", lo.pin_path, strerror(-r));
 		return 1;

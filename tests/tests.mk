@@ -69,6 +69,7 @@ $(TEST_LIB): $(TEST_LIB_OBJS)
 
 # Unit tests of daemon code (they include ../src/*.h).
 TEST_SRCS_size := src/size.c
+TEST_SRCS_capacity_rule := src/capacity.c
 TEST_SRCS_container_name := src/container_name.c
 TEST_LDLIBS_dashboard := -ljson-c
 TEST_SRCS_top_model := src/top_model.c src/host_tcp_mem.c
