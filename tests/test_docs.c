@@ -75,6 +75,25 @@ static unsigned words(const char *s)
 	return n;
 }
 
+/* The line after @l, or NULL at the end. */
+static const char *next_line(const char *l)
+{
+	l = strchr(l, '\n');
+	return l ? l + 1 : NULL;
+}
+
+/* The text of the heading at line @l, or NULL when it is not one. */
+static const char *heading_text(const char *l)
+{
+	if (*l != '#')
+		return NULL;
+	while (*l == '#')
+		l++;
+	while (*l == ' ')
+		l++;
+	return l;
+}
+
 /* The bullets of the "## Glossary" section, or -1 without one. */
 static int glossary_terms(const char *doc)
 {
@@ -85,7 +104,7 @@ static int glossary_terms(const char *doc)
 		return -1;
 	p += strlen("\n## Glossary\n");
 	end = strstr(p, "\n## ");
-	for (const char *l = p; l && (!end || l < end); l = strchr(l, '\n'), l = l ? l + 1 : NULL)
+	for (const char *l = p; l && (!end || l < end); l = next_line(l))
 		n += !strncmp(l, "- ", 2);
 	return n;
 }
@@ -93,16 +112,10 @@ static int glossary_terms(const char *doc)
 /* Whether @doc has a heading reading @title, or a bold run starting with it. */
 static bool has_section(const char *doc, const char *title, size_t len)
 {
-	for (const char *l = doc; l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
-		const char *t = l;
+	for (const char *l = doc; l; l = next_line(l)) {
+		const char *t = heading_text(l);
 
-		if (*t != '#')
-			continue;
-		while (*t == '#')
-			t++;
-		while (*t == ' ')
-			t++;
-		if (!strncmp(t, title, len) && (t[len] == '\n' || t[len] == '\0'))
+		if (t && !strncmp(t, title, len) && (t[len] == '\n' || t[len] == '\0'))
 			return true;
 	}
 	for (const char *b = strstr(doc, "**"); b; b = strstr(b + 2, "**"))
@@ -114,18 +127,12 @@ static bool has_section(const char *doc, const char *title, size_t len)
 /* GitHub's anchor of a heading: lower case, spaces to '-', punctuation dropped. */
 static bool has_anchor(const char *doc, const char *anchor, size_t len)
 {
-	for (const char *l = doc; l; l = strchr(l, '\n'), l = l ? l + 1 : NULL) {
+	for (const char *l = doc; l; l = next_line(l)) {
 		char slug[256];
 		size_t n = 0;
-		const char *t = l;
+		const char *t = heading_text(l);
 
-		if (*t != '#')
-			continue;
-		while (*t == '#')
-			t++;
-		while (*t == ' ')
-			t++;
-		for (; *t && *t != '\n' && n < sizeof(slug) - 1; t++)
+		for (; t && *t && *t != '\n' && n < sizeof(slug) - 1; t++)
 			if (isalnum((unsigned char)*t) || *t == '-' || *t == '_')
 				slug[n++] = tolower((unsigned char)*t);
 			else if (*t == ' ')
