@@ -27,10 +27,14 @@
  *                                 with the settings (.rodata) of the daemon's own
  *                                 PROG on those maps; --target
  *                                 sweeps as after a state change of that one cgroup
- *   bpfinfo verify OBJ [PROG]     loads OBJ's programs (or PROG alone) on maps of
- *                                 their own, as the object's defaults set them, and
- *                                 prints the verifier's statistics ("processed N insns
- *                                 (limit 1000000) ...") per program
+ *   bpfinfo verify OBJ [PROG] [NAME=VALUE...]
+ *                                 loads each program of OBJ (or PROG) alone, on maps
+ *                                 of its own, as the object's defaults set them but
+ *                                 for the .rodata integers NAME (accounting_mode=1:
+ *                                 exact mode, as the daemon loads it), and prints the
+ *                                 verifier's statistics ("processed N insns
+ *                                 (limit 1000000) ...") and the load's time per program,
+ *                                 or "refused: ERROR"; exit 1 if any was refused
  */
 #include "common.h"
 #include <dirent.h>
@@ -446,40 +450,114 @@ static int sweep_prog(const char *path, const char *name, const char *pindir, in
 	return 0;
 }
 
-/* The verifier's statistics line of each program, from a log of its own. */
-static int verify(const char *path, const char *only)
+/* Set the .rodata integer NAME to VALUE before load, as a loader's
+ * skel->rodata->NAME = VALUE would (the verifier prunes on it). */
+static void rodata_set(struct bpf_object *obj, const char *setting)
 {
-	static char logs[16][1 << 16];
+	const char *eq = strchr(setting, '=');
+	struct btf *btf = bpf_object__btf(obj);
+	const struct btf_var_secinfo *vs;
+	const struct btf_type *sec;
+	struct bpf_map *map;
+	long long value;
+	const void *initial;
+	size_t size;
+	char *data;
+	int id;
+
+	if (!eq || !btf)
+		die("%s: not NAME=VALUE, or the object has no BTF", setting);
+	value = strtoll(eq + 1, NULL, 0);
+	map = bpf_object__find_map_by_name(obj, ".rodata");
+	id = btf__find_by_name_kind(btf, ".rodata", BTF_KIND_DATASEC);
+	if (!map || id < 0)
+		die("%s: the object has no .rodata", setting);
+	initial = bpf_map__initial_value(map, &size);
+	data = malloc(size);
+	if (!initial || !data)
+		die("%s: no .rodata image", setting);
+	memcpy(data, initial, size);
+	sec = btf__type_by_id(btf, id);
+	vs = btf_var_secinfos(sec);
+	for (int i = 0; i < btf_vlen(sec); i++, vs++) {
+		const char *name = btf__name_by_offset(btf, btf__type_by_id(btf, vs->type)->name_off);
+
+		if (strlen(name) != (size_t)(eq - setting) || strncmp(name, setting, eq - setting))
+			continue;
+		if (vs->offset + vs->size > size || (vs->size != 4 && vs->size != 8))
+			die("%s: not a 32- or 64-bit integer", setting);
+		if (vs->size == 4)
+			*(__u32 *)(data + vs->offset) = (__u32)value;
+		else
+			*(__u64 *)(data + vs->offset) = (__u64)value;
+		if (bpf_map__set_initial_value(map, data, size))
+			die("%s: cannot set .rodata", setting);
+		free(data);
+		return;
+	}
+	die("%s: no such .rodata variable", setting);
+}
+
+/* The verifier's statistics line of the program @name of the object at
+ * @path, loaded alone on maps of its own, and how long the load took. */
+static int verify_one(const char *path, const char *name, int nset, char **settings)
+{
+	static char log[1 << 16];
 	struct bpf_object *obj = bpf_object__open_file(path, NULL);
 	struct bpf_program *prog;
 	struct bpf_map *map;
-	int n = 0, err;
+	const char *s;
+	double start;
+	int err;
 
 	if (!obj)
 		die("open %s", path);
+	for (int i = 0; i < nset; i++)
+		rodata_set(obj, settings[i]);
 	bpf_object__for_each_map(map, obj)
 		bpf_map__set_pin_path(map, NULL);	/* never touch pinned maps */
-	bpf_object__for_each_program(prog, obj) {
-		if ((only && strcmp(bpf_program__name(prog), only)) || n == 16) {
-			bpf_program__set_autoload(prog, false);
-			continue;
-		}
-		bpf_program__set_log_level(prog, 4);	/* statistics only */
-		bpf_program__set_log_buf(prog, logs[n++], sizeof(logs[0]));
-	}
+	bpf_object__for_each_program(prog, obj)
+		bpf_program__set_autoload(prog, !strcmp(bpf_program__name(prog), name));
+	prog = bpf_object__find_program_by_name(obj, name);
+	if (!prog)
+		die("%s: no program %s", path, name);
+	log[0] = 0;
+	bpf_program__set_log_level(prog, 4);	/* statistics only */
+	bpf_program__set_log_buf(prog, log, sizeof(log));
+	start = mono_sec();
 	err = bpf_object__load(obj);
-	n = 0;
-	bpf_object__for_each_program(prog, obj) {
-		const char *s;
-
-		if (!bpf_program__autoload(prog))
-			continue;
-		s = strstr(logs[n++], "processed");
-		printf("%s: %.*s\n", bpf_program__name(prog), s ? (int)strcspn(s, "\n") : 12,
-		       s ? s : "(no statistics)");
-	}
+	s = strstr(log, "processed");
+	if (err)
+		printf("%s: refused: %s\n", name, strerror(-err));
+	else
+		printf("%s: %.*s load_ms %.0f\n", name, s ? (int)strcspn(s, "\n") : 15,
+		       s ? s : "(no statistics)", (mono_sec() - start) * 1e3);
 	bpf_object__close(obj);
 	return err ? 1 : 0;
+}
+
+/* verify_one() for @only, or for every program of the object. */
+static int verify(const char *path, const char *only, int nset, char **settings)
+{
+	struct bpf_object *obj;
+	struct bpf_program *prog;
+	char *names[64];
+	int n = 0, failed = 0;
+
+	if (only)
+		return verify_one(path, only, nset, settings);
+	obj = bpf_object__open_file(path, NULL);
+	if (!obj)
+		die("open %s", path);
+	bpf_object__for_each_program(prog, obj)
+		if (n < 64)
+			names[n++] = strdup(bpf_program__name(prog));
+	bpf_object__close(obj);
+	for (int i = 0; i < n; i++) {
+		failed |= verify_one(path, names[i], nset, settings);
+		free(names[i]);
+	}
+	return failed;
 }
 
 int main(int argc, char **argv)
@@ -513,13 +591,17 @@ int main(int argc, char **argv)
 		}
 		return sweep_prog(argv[2], argv[3], argv[4], n, target);
 	}
-	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "verify"))
-		return verify(argv[2], argc == 4 ? argv[3] : NULL);
+	if (argc >= 3 && !strcmp(argv[1], "verify")) {
+		const char *only = argc >= 4 && !strchr(argv[3], '=') ? argv[3] : NULL;
+		int first = only ? 4 : 3;
+
+		return verify(argv[2], only, argc - first, argv + first);
+	}
 	if ((argc == 3 || argc == 5) && !strcmp(argv[1], "sweep"))
 		return sweep(argv[2], argc == 5 && !strcmp(argv[3], "-n") ? atoi(argv[4]) : 10);
 	fprintf(stderr, "usage: bpfinfo progs PINDIR | ids ID... | hold OBJ | alive ID... |\n"
 			"               sweep LINK [-n N] [--netns SCOPE] |\n"
 			"               sweep-prog OBJ PROG PINDIR [-n N] [--target CGROUP_DIR] |\n"
-			"               verify OBJ [PROG]\n");
+			"               verify OBJ [PROG] [NAME=VALUE...]\n");
 	return 2;
 }
