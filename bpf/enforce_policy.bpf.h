@@ -334,29 +334,28 @@ static __always_inline bool ancestry_has_limits(struct sock *sk, const struct so
 }
 
 /*
- * The caps of all the limited ancestors of the socket whose entry is @sc,
- * strictest first, into *@c; whether one of them is near (1): the socket is
- * then armed, capped and followed segment by segment. A global function:
- * the verifier checks it once, alone, and its callers see *@c and the
- * result as unknown values. Inlined, the walk was checked again for every
- * path into it, and the walk's constant starting caps, branched on by
- * every caller, multiplied the states of the callback's loop (7.x ran the
- * sock_ops program to within 6% of the verifier's budget). @unsent, @rmem,
- * @chunk: the socket's unsent bytes, receive memory and send chunk.
+ * Tighten the caps *@c by those of every limited ancestor of the socket
+ * whose entry is @sc; whether one of them is near (1): the socket is then
+ * armed, capped and followed segment by segment. A global function: the
+ * verifier checks it once, alone, and its callers see *@c and the result as
+ * unknown values. Inlined, the walk was checked again for every path into
+ * it, and constant starting caps, compared with the constants a level can
+ * give (0 at max), made the verifier track every combination of them
+ * through the callback's loop (7.x walked the sock_ops program to within
+ * 6% of its budget): here they come from the caller, through memory.
+ * @unsent, @rmem, @chunk: the socket's unsent bytes, receive memory and
+ * send chunk.
  */
 __noinline int caps_walk(struct sock_charge *sc, __s64 unsent, __s64 rmem, __s64 chunk,
 			 struct caps *c)
 {
 	struct tcpbuf_enforce_ctl *ctl = enforce_ctl_get();
-	struct caps_walk w = {
-		.unsent = unsent, .rmem = rmem, .chunk = chunk,
-		.c = { .snd = CAP_NONE, .rcv = CAP_NONE, .room = CAP_NONE,
-		       .state = TCPBUF_STATE_NORMAL },
-	};
+	struct caps_walk w = { .unsent = unsent, .rmem = rmem, .chunk = chunk };
 	bool stale;
 
 	if (!c)
 		return 0;
+	w.c = *c;
 	if (ctl && ctl->limited_cgroups) {
 		w.a.sc = sc;
 		w.levels = limited_levels_of(sc, ctl, &stale);
@@ -378,7 +377,8 @@ __noinline int caps_walk(struct sock_charge *sc, __s64 unsent, __s64 rmem, __s64
 static __always_inline bool caps_compute(struct sock *sk, const struct tcp_sock *tp,
 					 struct sock_charge *sc, struct caps *c)
 {
-	__builtin_memset(c, 0, sizeof(*c));	/* passed to a global function: initialised */
+	*c = (struct caps){ .snd = CAP_NONE, .rcv = CAP_NONE, .room = CAP_NONE,
+			    .state = TCPBUF_STATE_NORMAL };
 	return caps_walk(sc, unsent_bytes(sk, tp), sk->sk_backlog.rmem_alloc.counter,
 			 send_chunk_bytes(tp), c);
 }
