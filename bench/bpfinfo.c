@@ -27,10 +27,14 @@
  *                                 with the settings (.rodata) of the daemon's own
  *                                 PROG on those maps; --target
  *                                 sweeps as after a state change of that one cgroup
- *   bpfinfo verify OBJ [PROG]     loads OBJ's programs (or PROG alone) on maps of
- *                                 their own, as the object's defaults set them, and
- *                                 prints the verifier's statistics ("processed N insns
- *                                 (limit 1000000) ...") per program
+ *   bpfinfo verify OBJ [PROG] [NAME=VALUE...]
+ *                                 loads each program of OBJ (or PROG) alone, on maps
+ *                                 of its own, as the object's defaults set them but
+ *                                 for the .rodata integers NAME (accounting_mode=1:
+ *                                 exact mode, as the daemon loads it), and prints the
+ *                                 verifier's statistics ("processed N insns
+ *                                 (limit 1000000) ...") and the load's time per program,
+ *                                 or "refused: ERROR"; exit 1 if any was refused
  */
 #include "common.h"
 #include <dirent.h>
@@ -43,6 +47,7 @@
 #include <stdbool.h>
 #include "netns.h"
 #include "privilege.h"
+#include "rodata.h"
 
 static const char *prog_type_name(__u32 t)
 {
@@ -446,40 +451,66 @@ static int sweep_prog(const char *path, const char *name, const char *pindir, in
 	return 0;
 }
 
-/* The verifier's statistics line of each program, from a log of its own. */
-static int verify(const char *path, const char *only)
+/* The verifier's statistics line of the program @name of the object at
+ * @path, loaded alone on maps of its own, and how long the load took. */
+static int verify_one(const char *path, const char *name, int nset, char **settings)
 {
-	static char logs[16][1 << 16];
+	static char log[1 << 16];
 	struct bpf_object *obj = bpf_object__open_file(path, NULL);
 	struct bpf_program *prog;
 	struct bpf_map *map;
-	int n = 0, err;
+	const char *s;
+	double start;
+	int err;
 
 	if (!obj)
 		die("open %s", path);
+	for (int i = 0; i < nset; i++)
+		rodata_set(obj, settings[i]);
 	bpf_object__for_each_map(map, obj)
 		bpf_map__set_pin_path(map, NULL);	/* never touch pinned maps */
-	bpf_object__for_each_program(prog, obj) {
-		if ((only && strcmp(bpf_program__name(prog), only)) || n == 16) {
-			bpf_program__set_autoload(prog, false);
-			continue;
-		}
-		bpf_program__set_log_level(prog, 4);	/* statistics only */
-		bpf_program__set_log_buf(prog, logs[n++], sizeof(logs[0]));
-	}
+	bpf_object__for_each_program(prog, obj)
+		bpf_program__set_autoload(prog, !strcmp(bpf_program__name(prog), name));
+	prog = bpf_object__find_program_by_name(obj, name);
+	if (!prog)
+		die("%s: no program %s", path, name);
+	log[0] = 0;
+	bpf_program__set_log_level(prog, 4);	/* statistics only */
+	bpf_program__set_log_buf(prog, log, sizeof(log));
+	start = mono_sec();
 	err = bpf_object__load(obj);
-	n = 0;
-	bpf_object__for_each_program(prog, obj) {
-		const char *s;
-
-		if (!bpf_program__autoload(prog))
-			continue;
-		s = strstr(logs[n++], "processed");
-		printf("%s: %.*s\n", bpf_program__name(prog), s ? (int)strcspn(s, "\n") : 12,
-		       s ? s : "(no statistics)");
-	}
+	s = strstr(log, "processed");
+	if (err)
+		printf("%s: refused: %s\n", name, strerror(-err));
+	else
+		printf("%s: %.*s load_ms %.0f\n", name, s ? (int)strcspn(s, "\n") : 15,
+		       s ? s : "(no statistics)", (mono_sec() - start) * 1e3);
 	bpf_object__close(obj);
 	return err ? 1 : 0;
+}
+
+/* verify_one() for @only, or for every program of the object. */
+static int verify(const char *path, const char *only, int nset, char **settings)
+{
+	struct bpf_object *obj;
+	struct bpf_program *prog;
+	char *names[64];
+	int n = 0, failed = 0;
+
+	if (only)
+		return verify_one(path, only, nset, settings);
+	obj = bpf_object__open_file(path, NULL);
+	if (!obj)
+		die("open %s", path);
+	bpf_object__for_each_program(prog, obj)
+		if (n < 64)
+			names[n++] = strdup(bpf_program__name(prog));
+	bpf_object__close(obj);
+	for (int i = 0; i < n; i++) {
+		failed |= verify_one(path, names[i], nset, settings);
+		free(names[i]);
+	}
+	return failed;
 }
 
 int main(int argc, char **argv)
@@ -513,13 +544,17 @@ int main(int argc, char **argv)
 		}
 		return sweep_prog(argv[2], argv[3], argv[4], n, target);
 	}
-	if ((argc == 3 || argc == 4) && !strcmp(argv[1], "verify"))
-		return verify(argv[2], argc == 4 ? argv[3] : NULL);
+	if (argc >= 3 && !strcmp(argv[1], "verify")) {
+		const char *only = argc >= 4 && !strchr(argv[3], '=') ? argv[3] : NULL;
+		int first = only ? 4 : 3;
+
+		return verify(argv[2], only, argc - first, argv + first);
+	}
 	if ((argc == 3 || argc == 5) && !strcmp(argv[1], "sweep"))
 		return sweep(argv[2], argc == 5 && !strcmp(argv[3], "-n") ? atoi(argv[4]) : 10);
 	fprintf(stderr, "usage: bpfinfo progs PINDIR | ids ID... | hold OBJ | alive ID... |\n"
 			"               sweep LINK [-n N] [--netns SCOPE] |\n"
 			"               sweep-prog OBJ PROG PINDIR [-n N] [--target CGROUP_DIR] |\n"
-			"               verify OBJ [PROG]\n");
+			"               verify OBJ [PROG] [NAME=VALUE...]\n");
 	return 2;
 }

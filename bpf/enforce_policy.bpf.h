@@ -333,24 +333,29 @@ static __always_inline bool ancestry_has_limits(struct sock *sk, const struct so
 	return w.found;
 }
 
-/* The caps of all the socket's limited ancestors, strictest first; whether
- * one of them is near: the socket is then armed, capped and followed segment
- * by segment. (Returned, not in struct caps: a flag there, copied and
- * branched on with the rest, multiplied the verifier's states past its
- * budget.) */
-static __always_inline bool caps_compute(struct sock *sk, const struct tcp_sock *tp,
-					 struct sock_charge *sc, struct caps *c)
+/*
+ * Tighten the caps *@c by those of every limited ancestor of the socket
+ * whose entry is @sc; whether one of them is near (1): the socket is then
+ * armed, capped and followed segment by segment. A global function: the
+ * verifier checks it once, alone, and its callers see *@c and the result as
+ * unknown values. Inlined, the walk was checked again for every path into
+ * it, and constant starting caps, compared with the constants a level can
+ * give (0 at max), made the verifier track every combination of them
+ * through the callback's loop (7.x walked the sock_ops program to within
+ * 6% of its budget): here they come from the caller, through memory.
+ * @unsent, @rmem, @chunk: the socket's unsent bytes, receive memory and
+ * send chunk.
+ */
+__noinline int caps_walk(struct sock_charge *sc, __s64 unsent, __s64 rmem, __s64 chunk,
+			 struct caps *c)
 {
 	struct tcpbuf_enforce_ctl *ctl = enforce_ctl_get();
-	struct caps_walk w = {
-		.unsent = unsent_bytes(sk, tp),
-		.rmem = sk->sk_backlog.rmem_alloc.counter,
-		.chunk = send_chunk_bytes(tp),
-		.c = { .snd = CAP_NONE, .rcv = CAP_NONE, .room = CAP_NONE,
-		       .state = TCPBUF_STATE_NORMAL },
-	};
+	struct caps_walk w = { .unsent = unsent, .rmem = rmem, .chunk = chunk };
 	bool stale;
 
+	if (!c)
+		return 0;
+	w.c = *c;
 	if (ctl && ctl->limited_cgroups) {
 		w.a.sc = sc;
 		w.levels = limited_levels_of(sc, ctl, &stale);
@@ -366,6 +371,16 @@ static __always_inline bool caps_compute(struct sock *sk, const struct tcp_sock 
 	}
 	*c = w.c;
 	return w.near != 0;
+}
+
+/* caps_walk() for the socket @sk (@tp), whose entry is @sc. */
+static __always_inline bool caps_compute(struct sock *sk, const struct tcp_sock *tp,
+					 struct sock_charge *sc, struct caps *c)
+{
+	*c = (struct caps){ .snd = CAP_NONE, .rcv = CAP_NONE, .room = CAP_NONE,
+			    .state = TCPBUF_STATE_NORMAL };
+	return caps_walk(sc, unsent_bytes(sk, tp), sk->sk_backlog.rmem_alloc.counter,
+			 send_chunk_bytes(tp), c);
 }
 
 struct count_walk {
@@ -443,6 +458,20 @@ static long count_walk_level(__u64 i, void *ctx)
 }
 
 /*
+ * Add @sockets and @senders to the counts of every level the socket whose
+ * entry is @sc charges; whether a limited one is near after that. Global,
+ * as caps_walk(): checked once, and a change of near it tells is an event,
+ * not a branch its callers fork on.
+ */
+__noinline int count_walk(struct sock_charge *sc, __s64 sockets, __s64 senders)
+{
+	struct count_walk w = { .a.sc = sc, .sockets = sockets, .senders = senders };
+
+	bpf_loop(TCPBUF_MAX_DEPTH, count_walk_level, &w, 0);
+	return w.near != 0;
+}
+
+/*
  * Count the socket in its subtree (@counted) and as one of its writers
  * (@sender), or stop counting it; the flags remember what was counted, so
  * each is added and removed once. Whether a limited ancestor is near after
@@ -451,7 +480,7 @@ static long count_walk_level(__u64 i, void *ctx)
 static __always_inline int socket_count(struct sock_charge *sc, bool counted, bool sender)
 {
 	struct sock_enforce *se = &sc->enforce;
-	struct count_walk w = { .a.sc = sc };
+	struct count_walk w = {};
 
 	if (counted != !!(se->flags & TCPBUF_SE_COUNTED))
 		w.sockets = counted ? 1 : -1;
@@ -463,8 +492,7 @@ static __always_inline int socket_count(struct sock_charge *sc, bool counted, bo
 		se->flags ^= TCPBUF_SE_COUNTED;
 	if (w.senders)
 		se->flags ^= TCPBUF_SE_SENDER;
-	bpf_loop(TCPBUF_MAX_DEPTH, count_walk_level, &w, 0);
-	return w.near != 0;
+	return count_walk(sc, w.sockets, w.senders);
 }
 
 /* A socket of a limited subtree (near or far) counts; a writer once it sent. */

@@ -1068,8 +1068,8 @@ int daemon_start(const char *extra_args)
 	free(scope);
 
 	/* Under software emulation (the VM matrix) loading the BPF objects alone
-	 * takes seconds, and 7.2's verifier walks enforce_sockops 3.5 times as
-	 * far as 6.12's. A daemon that fails exits, so only a hang waits this long. */
+	 * takes seconds, more on a busy host. A daemon that fails exits, so only
+	 * a hang waits this long. */
 	wait_s = getenv("TCPBUF_VM") ? 240 : 10;
 	end = now_sec() + wait_s;
 	while (now_sec() < end) {
