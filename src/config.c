@@ -32,7 +32,8 @@
 
 #define ERR_MAX 512
 
-_Static_assert(CONFIG_MAX_LINE + 2 <= INI_MAX_LINE, "CONFIG_MAX_LINE exceeds libinih's buffer");
+/* A value of a line longer than libinih's buffer, kept aside by read_line(). */
+#define LONG_VALUE_MARK "\x01"
 
 enum section {
 	SEC_NONE,	/* before the first header */
@@ -73,6 +74,10 @@ struct parse_ctx {
 	int sec_line;
 	int key_line[SEC_COUNT][MAX_KEYS];	/* where each key was set, 0 = not yet */
 	struct cgroup_rule rule;		/* the [Cgroup] being filled */
+
+	/* the value of line long_line, too long for libinih (read_line()) */
+	char *long_value;
+	int long_line;
 
 	/* the first error; parsing stops there */
 	int err_line;
@@ -587,6 +592,8 @@ static int on_key(void *user, const char *section, const char *name, const char 
 	(void)section;	/* the reader tracked it, with its line */
 	if (ctx->err_code)
 		return 1;	/* already failed: ini_parse_stream()'s answer is ignored */
+	if (ctx->long_line == ctx->line && strcmp(value, LONG_VALUE_MARK) == 0)
+		value = ctx->long_value;
 	if (ctx->sec == SEC_NONE)
 		return !fail(ctx, ctx->line, "%s= is outside of a section", name);
 	for (int i = 0; keys[i].name; i++) {
@@ -630,14 +637,75 @@ static int read_header(struct parse_ctx *ctx, char *s)
 	return ret;
 }
 
+/* libinih's inline comment: ';' after a blank. */
+static char *find_inline_comment(char *s)
+{
+	for (char *p = s; *p; p++)
+		if (*p == ';' && p > s && (p[-1] == ' ' || p[-1] == '\t'))
+			return p;
+	return NULL;
+}
+
+static char *trim(char *s)
+{
+	size_t n;
+
+	s += strspn(s, " \t\r\f\v");
+	n = strlen(s);
+	while (n && strchr(" \t\r\f\v", s[n - 1]))
+		s[--n] = '\0';
+	return s;
+}
+
+/*
+ * A Key=Value line longer than libinih's buffer (a deep cgroup's Path=):
+ * keep its value aside as libinih would have cut it, and give libinih
+ * "Key=" and a mark that on_key() replaces with it.
+ */
+static char *read_long_line(struct parse_ctx *ctx, char *str, int num, char *line)
+{
+	char *sep = line + strcspn(line, "=:"), *comment = find_inline_comment(line);
+	char *name, *value;
+
+	if (line[0] == '[') {
+		fail(ctx, ctx->line, "section header too long (%.32s...)", line);
+		return NULL;
+	}
+	if (!*sep || (comment && comment < sep)) {
+		fail(ctx, ctx->line, "syntax error (expected [Section], Key=Value or a comment)");
+		return NULL;
+	}
+	*sep = '\0';
+	name = trim(line);
+	value = sep + 1;
+	if ((comment = find_inline_comment(value)))
+		*comment = '\0';
+	value = trim(value);
+	if (strlen(name) + strlen("=" LONG_VALUE_MARK) + 2 > (size_t)num) {
+		fail(ctx, ctx->line, "key too long (%.32s...)", name);
+		return NULL;
+	}
+	free(ctx->long_value);
+	ctx->long_value = strdup(value);
+	if (!ctx->long_value) {
+		fail_oom(ctx);
+		return NULL;
+	}
+	ctx->long_line = ctx->line;
+	snprintf(str, (size_t)num, "%s=" LONG_VALUE_MARK, name);
+	return str;
+}
+
 /*
  * read_line: hand libinih one line at a time, NUL-terminated, without the
- * newline, indentation or '#' comment. Refusing lines longer than its
- * buffer matters: libinih would split them and parse the tail as a line.
+ * newline, indentation or '#' comment. Lines longer than its buffer go
+ * through read_long_line(): libinih itself would split them and parse the
+ * tail as a line.
  */
 static char *read_line(char *str, int num, void *stream)
 {
 	struct parse_ctx *ctx = stream;
+	char *line, *ret;
 	const char *nl;
 	size_t len, skip;
 
@@ -646,27 +714,36 @@ static char *read_line(char *str, int num, void *stream)
 	nl = memchr(ctx->pos, '\n', (size_t)(ctx->end - ctx->pos));
 	len = (nl ? nl : ctx->end) - ctx->pos;
 	ctx->line++;
-	if (len + 2 > (size_t)num) {
-		fail(ctx, ctx->line, "line too long (%zu characters, at most %d)", len, num - 2);
+	if (len > CONFIG_MAX_LINE) {
+		fail(ctx, ctx->line, "line too long (%zu characters, at most %d)", len,
+		     CONFIG_MAX_LINE);
 		return NULL;
 	}
 	if (memchr(ctx->pos, '\0', len)) {
 		fail(ctx, ctx->line, "embedded NUL byte");
 		return NULL;
 	}
-	memcpy(str, ctx->pos, len);
-	str[len] = '\0';
+	line = len + 2 > (size_t)num ? malloc(len + 1) : str;
+	if (!line) {
+		fail_oom(ctx);
+		return NULL;
+	}
+	memcpy(line, ctx->pos, len);
+	line[len] = '\0';
 	ctx->pos += len + (nl != NULL);
 
-	if (ctx->line == 1 && strncmp(str, "\xEF\xBB\xBF", 3) == 0)
-		memmove(str, str + 3, len - 2);		/* UTF-8 byte order mark */
-	skip = strspn(str, " \t\r\f\v");
-	memmove(str, str + skip, strlen(str + skip) + 1);
-	if (str[0] != '#' && str[0] != ';')
-		strip_hash_comment(str);
-	if (str[0] == '[' && read_header(ctx, str))
-		return NULL;
-	return str;
+	if (ctx->line == 1 && strncmp(line, "\xEF\xBB\xBF", 3) == 0)
+		memmove(line, line + 3, len - 2);	/* UTF-8 byte order mark */
+	skip = strspn(line, " \t\r\f\v");
+	memmove(line, line + skip, strlen(line + skip) + 1);
+	if (line[0] != '#' && line[0] != ';')
+		strip_hash_comment(line);
+	if (line == str)
+		return line[0] == '[' && read_header(ctx, line) ? NULL : line;
+	ret = strlen(line) + 2 > (size_t)num ? read_long_line(ctx, str, num, line)
+					     : strcpy(str, line);
+	free(line);
+	return ret && ret[0] == '[' && read_header(ctx, ret) ? NULL : ret;
 }
 
 static int parse_source(struct parse_ctx *ctx, const struct config_source *src, bool is_dropin)
@@ -727,6 +804,7 @@ static int ctx_finish(struct parse_ctx *ctx, struct config *out, char *err, size
 	int ret = ctx->err_code;
 
 	free(ctx->rule.pattern);
+	free(ctx->long_value);
 	if (ret) {
 		config_free(ctx->cfg);
 		if (err && errlen)

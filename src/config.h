@@ -17,11 +17,11 @@
 /* The FILE part of errors and config.main_file when the embedded copy is used. */
 #define CONFIG_BUILTIN_NAME	"<built-in>"
 /*
- * Longest line, in characters without the newline: libinih's line buffer
- * (INI_MAX_LINE, 200 in Debian's build) less the newline and the NUL.
- * Longer lines are refused rather than silently split.
+ * Longest line, in characters without the newline: a Path= of the deepest
+ * cgroup (PATH_MAX, each character escaped). Lines past libinih's own
+ * buffer (200 bytes in Debian's build) are read whole by config.c.
  */
-#define CONFIG_MAX_LINE		198
+#define CONFIG_MAX_LINE		(2 * 4096 + 16)
 /* Files larger than this are refused: a config that big is a mistake. */
 #define CONFIG_MAX_FILE_BYTES	(1 << 20)
 

@@ -14,7 +14,8 @@
  *    pressure_events are kept; the thresholds chosen with `set` and the
  *    ceiling from `set-limit` are there.
  * 3. SIGTERM, the pins removed, a fresh start: thresholds come back from
- *    StateDir and the ceiling from its drop-in, and a set-limit that failed
+ *    StateDir and the ceiling from its drop-in (a Path= past libinih's
+ *    200-byte line), and a set-limit that failed
  *    (a bad drop-in made the reload fail) left the earlier ceiling on disk.
  */
 #define _GNU_SOURCE
@@ -105,7 +106,15 @@ int main(void)
 	wa = cg_create("w/a");
 	wb = cg_create("w/b");
 	t = cg_create("t");
-	s = cg_create("s");
+	/* s is named as a pod's container is: its Path= line is longer than
+	 * libinih's 200-byte buffer. */
+#define NODE "s/docker-5f0d2a7c9e1b3d5f7a9c1e3b5d7f9a1c3e5b7d9f1a3c5e7b9d1f3a5c7e9b1d3f.scope"
+#define POD NODE "/kubepods-burstable-pod0f3c9a4e_5b1d_4c2e_9a7f_2d8e6b4c1a90.slice"
+	cg_create("s");
+	cg_create(NODE);
+	cg_create(POD);
+	s = cg_create(POD "/cri-containerd-7c1e5d9b3a2f4e6d8c0b1a3f5e7d9c2b4a6e8f0d2c4b6a8e0f2d4c6b8a0e2f4d.scope");
+	ASSERT_TRUE(strlen(cg_rel(s)) > 200);
 	snprintf(conf, sizeof(conf), "%s/10-restart.conf", daemon_confdir());
 	f = fopen(conf, "w");
 	ASSERT_TRUE(f != NULL);
