@@ -5,9 +5,11 @@
 #include <string.h>
 #include "peer.h"
 
-bool peer_is_host(const struct peer_facts *peer, const struct peer_facts *self)
+bool peer_is_host(const struct peer_facts *peer, const struct peer_facts *self,
+		  __u64 mount_root_id)
 {
-	return peer->cgroup_ns == self->cgroup_ns && peer->user_ns == self->user_ns;
+	return peer->user_ns == self->user_ns &&
+	       (peer->cgroup_ns == self->cgroup_ns || peer->cgns_root_id == mount_root_id);
 }
 
 static bool in_group(gid_t gid, gid_t cred_gid, const gid_t *groups, size_t n)
@@ -20,13 +22,14 @@ static bool in_group(gid_t gid, gid_t cred_gid, const gid_t *groups, size_t n)
 	return false;
 }
 
-bool peer_admin_rule(const struct peer_facts *peer, const struct peer_facts *self, uid_t cred_uid,
-		     gid_t cred_gid, const gid_t *groups, size_t n_groups, gid_t admin_gid)
+bool peer_admin_rule(const struct peer_facts *peer, const struct peer_facts *self,
+		     __u64 mount_root_id, uid_t cred_uid, gid_t cred_gid, const gid_t *groups,
+		     size_t n_groups, gid_t admin_gid)
 {
 	bool same_uids = peer->uid == cred_uid && peer->euid == cred_uid &&
 			 peer->suid == cred_uid && peer->fsuid == cred_uid;
 
-	if (peer->exiting || !peer_is_host(peer, self))
+	if (peer->exiting || !peer_is_host(peer, self, mount_root_id))
 		return false;
 	if (same_uids && (peer->cap_effective & (1ULL << CAP_NET_ADMIN_BIT)))
 		return true;

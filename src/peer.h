@@ -2,11 +2,14 @@
 /*
  * Who is on the other end of the control socket, and how it names cgroups.
  *
- * The administrator is a process of the host (the daemon's own cgroup and
- * user namespaces) with CAP_NET_ADMIN, or a host process of AdminGroup=. A
- * process in another cgroup or user namespace is a container, whatever its
- * uid or capabilities: a tenant. Mount and pid namespaces do not count
- * (systemd's PrivateTmp= gives host services their own).
+ * The administrator is a process of the host with CAP_NET_ADMIN, or a host
+ * process of AdminGroup=. A host process is in the daemon's user namespace
+ * and in its cgroup namespace or one rooted where the daemon's cgroup mount
+ * is (a DaemonSet's daemon has a private cgroup namespace, the runtime's hook
+ * on the node the host's). A process in another cgroup or user namespace is
+ * a container, whatever its uid or capabilities: a tenant. Mount and pid
+ * namespaces do not count (systemd's PrivateTmp= gives host services their
+ * own).
  *
  * A tenant names cgroups relative to the root of its cgroup namespace, as its
  * own /proc/self/cgroup shows them ("seen" paths); the daemon's paths are
@@ -37,8 +40,10 @@ struct peer {
 	bool admin;
 };
 
-/* Same cgroup and user namespace as the daemon (@self). */
-bool peer_is_host(const struct peer_facts *peer, const struct peer_facts *self);
+/* The rule above for the daemon @self, whose cgroup mount is rooted at the
+ * cgroup @mount_root_id. */
+bool peer_is_host(const struct peer_facts *peer, const struct peer_facts *self,
+		  __u64 mount_root_id);
 
 /*
  * The rule above. @cred_uid is SO_PEERCRED's: CAP_NET_ADMIN counts only while
@@ -46,8 +51,9 @@ bool peer_is_host(const struct peer_facts *peer, const struct peer_facts *self);
  * after connecting is not that program). @admin_gid is AdminGroup= (or
  * (gid_t)-1 for none), matched against the groups the peer had at connect().
  */
-bool peer_admin_rule(const struct peer_facts *peer, const struct peer_facts *self, uid_t cred_uid,
-		     gid_t cred_gid, const gid_t *groups, size_t n_groups, gid_t admin_gid);
+bool peer_admin_rule(const struct peer_facts *peer, const struct peer_facts *self,
+		     __u64 mount_root_id, uid_t cred_uid, gid_t cred_gid, const gid_t *groups,
+		     size_t n_groups, gid_t admin_gid);
 
 /*
  * One spelling per cgroup: "//" -> "/", "." dropped, ".." taken lexically,

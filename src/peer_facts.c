@@ -24,6 +24,7 @@ static struct {
 	struct peer_iter *skel;
 	const char *mount;
 	struct peer_facts self;
+	__u64 mount_root_id;	/* the cgroup the v2 mount shows as its root */
 	gid_t admin_gid;
 } pf = { .admin_gid = (gid_t)-1 };
 
@@ -144,9 +145,16 @@ static int facts_of(int pidfd, pid_t pid, struct peer_facts *f)
 
 int peer_facts_init(const char *mount)
 {
+	struct stat st;
 	int pidfd, err;
 
 	pf.mount = mount;
+	if (stat(mount, &st)) {
+		err = -errno;
+		log_err("peer identity: %s: %s", mount, strerror(errno));
+		return err;
+	}
+	pf.mount_root_id = st.st_ino;
 	pf.skel = peer_iter__open_and_load();
 	if (!pf.skel)
 		log_warn("peer identity: the task iterator does not load (%s); containers are "
@@ -220,8 +228,8 @@ static int identify_by_pid(struct peer *p)
 	p->facts_err = facts_of(pidfd, p->pid, &p->facts);
 	close(pidfd);
 	if (!p->facts_err)
-		p->admin = peer_admin_rule(&p->facts, &pf.self, p->uid, p->gid, p->groups,
-					   p->n_groups, pf.admin_gid);
+		p->admin = peer_admin_rule(&p->facts, &pf.self, pf.mount_root_id, p->uid, p->gid,
+					   p->groups, p->n_groups, pf.admin_gid);
 	if (!p->admin)
 		p->facts_err = -ENOPROTOOPT;
 	return 0;
@@ -258,7 +266,7 @@ int peer_identify(int fd, struct peer *p)
 	if (p->facts_err)
 		log_debug("control socket: pid %d: no facts: %s", p->pid, strerror(-p->facts_err));
 	if (!p->facts_err)
-		p->admin = peer_admin_rule(&p->facts, &pf.self, p->uid, p->gid, p->groups,
-					   p->n_groups, pf.admin_gid);
+		p->admin = peer_admin_rule(&p->facts, &pf.self, pf.mount_root_id, p->uid, p->gid,
+					   p->groups, p->n_groups, pf.admin_gid);
 	return 0;
 }

@@ -80,7 +80,7 @@ static void test_names(void)
 
 static void test_admin(void)
 {
-	const struct peer_facts self = { .cgroup_ns = 100, .user_ns = 200 };
+	const struct peer_facts self = { .cgroup_ns = 100, .user_ns = 200, .cgns_root_id = 1 };
 	static const gid_t groups[] = { 10, 20 };
 	static const struct {
 		const char *name;
@@ -112,9 +112,33 @@ static void test_admin(void)
 		{ "not in AdminGroup", { .cgroup_ns = 100, .user_ns = 200, .uid = 1000,
 		  .euid = 1000, .suid = 1000, .fsuid = 1000 }, 1000, 30, false },
 	};
+	/* The daemon in a pod: its own cgroup namespace, rooted at its pod's cgroup 500. */
+	const struct peer_facts pod = { .cgroup_ns = 100, .user_ns = 200, .cgns_root_id = 500 };
+	static const struct {
+		const char *name;
+		struct peer_facts f;
+		bool admin;
+	} pod_cases[] = {
+		{ "the runtime's hook on the node", { .cgroup_ns = 99, .user_ns = 200,
+		  .cgns_root_id = 1, .cap_effective = NET_ADMIN }, true },
+		{ "kubectl exec into the daemon's container", { .cgroup_ns = 100, .user_ns = 200,
+		  .cgns_root_id = 500, .cap_effective = NET_ADMIN }, true },
+		{ "another pod, with CAP_NET_ADMIN", { .cgroup_ns = 101, .user_ns = 200,
+		  .cgns_root_id = 600, .cap_effective = NET_ADMIN }, false },
+		{ "a user namespace rooted at the hierarchy's root", { .cgroup_ns = 99,
+		  .user_ns = 201, .cgns_root_id = 1, .cap_effective = ~0ULL }, false },
+	};
+
+	for (size_t i = 0; i < sizeof(pod_cases) / sizeof(pod_cases[0]); i++) {
+		bool a = peer_admin_rule(&pod_cases[i].f, &pod, 1, 0, 5, groups, 2, (gid_t)-1);
+
+		if (a != pod_cases[i].admin)
+			FAIL("daemon in a pod, %s: admin %d, expected %d\n", pod_cases[i].name, a,
+			     pod_cases[i].admin);
+	}
 
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		bool a = peer_admin_rule(&cases[i].f, &self, cases[i].uid, 5, groups, 2,
+		bool a = peer_admin_rule(&cases[i].f, &self, 1, cases[i].uid, 5, groups, 2,
 					 cases[i].admin_gid);
 
 		if (a != cases[i].admin)

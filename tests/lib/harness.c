@@ -12,6 +12,7 @@
 #include <inttypes.h>
 #include <limits.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -973,6 +974,14 @@ static int sock_connectable(const char *path)
 	return r == 0;
 }
 
+static char *h_daemon_cgns;
+
+void daemon_set_cgroupns(const char *cg)
+{
+	free(h_daemon_cgns);
+	h_daemon_cgns = cg ? strdup(cg) : NULL;
+}
+
 int daemon_start(const char *extra_args)
 {
 	const char *bin = tcpbufd_path();
@@ -1049,8 +1058,15 @@ int daemon_start(const char *extra_args)
 
 		child_reset_signals();
 		prctl(PR_SET_PDEATHSIG, SIGTERM);
-		if (h_entered && h_orig_cg[0])
+		if (h_daemon_cgns) {
+			if (cg_write_pid(h_daemon_cgns, getpid()) || unshare(CLONE_NEWCGROUP)) {
+				dprintf(logfd, "harness: cgroup namespace at %s: %s\n",
+					h_daemon_cgns, strerror(errno));
+				_exit(127);
+			}
+		} else if (h_entered && h_orig_cg[0]) {
 			cg_write_pid(h_orig_cg, getpid());
+		}
 		if (nul >= 0)
 			dup2(nul, 0);
 		dup2(logfd, 1);

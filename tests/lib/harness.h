@@ -197,6 +197,10 @@ const char *daemon_write_config(const char *fmt, ...) __attribute__((format(prin
  * printing the log if the daemon exited or did not come up.
  */
 int daemon_start(const char *extra_args);
+/* Daemons started from now on run in cgroup @cg (absolute, one of the
+ * test's) in a cgroup namespace of their own rooted there, as a DaemonSet's
+ * container does; NULL: where the test runner was, in the host's. */
+void daemon_set_cgroupns(const char *cg);
 /* SIGTERM and wait (10 s, then SIGKILL).  Returns the wait status
  * (use WIFEXITED/WEXITSTATUS), -1 if no daemon was running. */
 int daemon_stop(void);

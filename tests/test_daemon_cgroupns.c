@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The daemon in a cgroup namespace of its own, as a Kubernetes DaemonSet's
+ * container on cgroup v2 is: the administrator on the node (this test, in
+ * the host's cgroup namespace, as the runtime's hook is) is still the
+ * administrator, and a container is still a tenant.
+ *
+ * The daemon runs in cgroup "daemon", unshared there (its /proc/self/cgroup
+ * reads "0::/"). The host's set-limit of ct succeeds and status shows it by
+ * its host path. A root process with every capability in ct's own cgroup
+ * namespace may not set-limit (exit 1, "permission denied"), and its status
+ * shows its own row as "/".
+ */
+#define _GNU_SOURCE
+#include "harness.h"
+
+#include <fcntl.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct run {
+	int code;
+	char *out, *err;
+};
+
+static char *read_all(const char *path)
+{
+	char *s = file_read(path);
+
+	return s ? s : strdup("");
+}
+
+/* tcpbufctl ARGS... as root, in cgroup @cg and a cgroup namespace rooted there. */
+static void ctl_in_container(struct run *r, const char *cg, const char *a1, const char *a2,
+			     const char *a3)
+{
+	char outf[1024], errf[1024];
+	pid_t pid;
+	int st;
+
+	snprintf(outf, sizeof(outf), "%s/ct.out", test_tmpdir());
+	snprintf(errf, sizeof(errf), "%s/ct.err", test_tmpdir());
+	pid = test_fork(1);
+	if (pid == 0) {
+		int o = open(outf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		int e = open(errf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+		if (cg_enter(cg) || unshare(CLONE_NEWCGROUP)) {
+			perror("container");
+			_exit(126);
+		}
+		dup2(o, 1);
+		dup2(e, 2);
+		execl(tcpbufctl_path(), tcpbufctl_path(), "--socket", daemon_socket_path(), a1, a2,
+		      a3, (char *)NULL);
+		_exit(127);
+	}
+	st = test_reap(pid);
+	r->code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	r->out = read_all(outf);
+	r->err = read_all(errf);
+}
+
+static void run_free(struct run *r)
+{
+	free(r->out);
+	free(r->err);
+}
+
+static char *ns_link(pid_t pid)
+{
+	char path[64], buf[64];
+	ssize_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/cgroup", (int)pid);
+	n = readlink(path, buf, sizeof(buf) - 1);
+	buf[n > 0 ? n : 0] = '\0';
+	return strdup(buf);
+}
+
+int main(void)
+{
+	const char *dcg, *ct;
+	char *json, *mine, *theirs;
+	struct run r;
+
+	test_init();
+	if (geteuid() != 0)
+		SKIP("needs root for cgroup namespaces");
+	dcg = cg_create("daemon");
+	ct = cg_create("ct");
+	daemon_write_config("[Daemon]\nDropInDir=%s\nStateDir=%s/state\n", daemon_confdir(),
+			    test_tmpdir());
+	daemon_set_cgroupns(dcg);
+	ASSERT_EQ(daemon_start(""), 0);
+	mine = ns_link(getpid());
+	theirs = ns_link(daemon_pid());
+	test_log("cgroup namespaces: this test %s, the daemon %s", mine, theirs);
+	ASSERT_TRUE(strcmp(mine, theirs) != 0);
+
+	/* The administrator on the node. */
+	EXPECT_EQ(ctl(NULL, "set-limit %s 16M", cg_rel(ct)), 0);
+	test_log("host set-limit: %s", ctl_stderr());
+	ASSERT_EQ(ctl(&json, "status --json"), 0);
+	EXPECT_EQ(json_cgroup_value(json, ct, "limit_pages"), 4096);
+	free(json);
+
+	/* A container, root with every capability in its own cgroup namespace. */
+	ctl_in_container(&r, ct, "set-limit", "/", "32M");
+	test_log("container set-limit: exit %d, %s", r.code, r.err);
+	EXPECT_EQ(r.code, 1);
+	EXPECT_TRUE(strstr(r.err, "permission denied") != NULL);
+	run_free(&r);
+	ctl_in_container(&r, ct, "status", "--json", NULL);
+	EXPECT_EQ(r.code, 0);
+	EXPECT_EQ(json_cgroup_value(r.out, "/", "limit_pages"), 4096);
+	EXPECT_TRUE(strstr(r.out, cg_rel(ct)) == NULL);
+	run_free(&r);
+
+	ASSERT_EQ(ctl(&json, "status --json"), 0);
+	EXPECT_EQ(json_cgroup_value(json, ct, "limit_pages"), 4096);
+	free(json);
+	free(mine);
+	free(theirs);
+	return test_done();
+}
