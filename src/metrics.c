@@ -207,7 +207,8 @@ void metrics_print(FILE *f, const struct status_rows *rows, const char *mode,
 	size_t m, i, s;
 
 	for (i = 0; names && i < rows->n; i++)
-		container_name_from_path(rows->rows[i].path, &names[i]);
+		container_name_from_path(rows->rows[i].host_path ? rows->rows[i].host_path
+								   : rows->rows[i].path, &names[i]);
 
 	header(f, "tcpbufd_build_info", "gauge",
 	       "tcpbufd's version and the accounting mode it runs; always 1.");

@@ -89,7 +89,7 @@ int status_collect(int usage_fd, int limits_fd, const struct cgroup_tree *tree,
 		const struct cgroup_entry *e = cgroup_tree_find(tree, r.rows[i].id);
 		uint64_t v;
 
-		r.rows[i].path = e ? e->path : NULL;
+		r.rows[i].path = r.rows[i].host_path = e ? e->path : NULL;
 		r.rows[i].source = e && r.rows[i].has_limits ? e->limit_source : LIMIT_SOURCE_NONE;
 		/* Limited cgroups only: a file read per row of 10,000s otherwise. */
 		r.rows[i].sock_throttled = r.rows[i].path && r.rows[i].has_limits &&
@@ -175,7 +175,8 @@ static void json_word_or_null(FILE *f, const char *name, const char *word)
 		fprintf(f, ", \"%s\": null", name);
 }
 
-/* "container_id" and "pod_uid" as the path names them (container_name.h). */
+/* "container_id" and "pod_uid" as the host path names them (container_name.h):
+ * a container sees its own cgroup as "/". */
 static void json_container_fields(FILE *f, const char *path)
 {
 	struct container_name cn;
@@ -207,7 +208,7 @@ void status_print_json(FILE *f, const struct status_rows *rows, const char *mode
 			json_string(f, r->path);
 		else
 			fputs("null", f);
-		json_container_fields(f, r->path);
+		json_container_fields(f, r->host_path ? r->host_path : r->path);
 		fprintf(f, ", \"id\": %llu, \"usage_pages\": %lld, \"usage_bytes\": %llu"
 			   ", \"peak_pages\": %lld, \"sockets\": %lld, \"unaccounted_sockets\": %u",
 			(unsigned long long)r->id, (long long)usage,

@@ -11,7 +11,8 @@
 
 struct status_row {
 	uint64_t id;
-	const char *path;		/* NULL when the cgroup is gone */
+	const char *path;		/* NULL when the cgroup is gone; as the caller names it */
+	const char *host_path;		/* the same, relative to the daemon's mount */
 	bool has_usage, has_limits;
 	unsigned char source;		/* enum limit_source */
 	struct cgroup_usage usage;

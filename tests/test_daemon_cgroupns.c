@@ -9,7 +9,7 @@
  * reads "0::/"). The host's set-limit of ct succeeds and status shows it by
  * its host path. A root process with every capability in ct's own cgroup
  * namespace may not set-limit (exit 1, "permission denied"), and its status
- * shows its own row as "/".
+ * shows its own row as "/", with the container id its host path names.
  */
 #define _GNU_SOURCE
 #include "harness.h"
@@ -22,6 +22,8 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#define ID "7c1e5d9b3a2f4e6d8c0b1a3f5e7d9c2b4a6e8f0d2c4b6a8e0f2d4c6b8a0e2f4d"
 
 struct run {
 	int code;
@@ -93,7 +95,7 @@ int main(void)
 	if (geteuid() != 0)
 		SKIP("needs root for cgroup namespaces");
 	dcg = cg_create("daemon");
-	ct = cg_create("ct");
+	ct = cg_create("cri-containerd-" ID ".scope");
 	daemon_write_config("[Daemon]\nDropInDir=%s\nStateDir=%s/state\n", daemon_confdir(),
 			    test_tmpdir());
 	daemon_set_cgroupns(dcg);
@@ -120,6 +122,8 @@ int main(void)
 	EXPECT_EQ(r.code, 0);
 	EXPECT_EQ(json_cgroup_value(r.out, "/", "limit_pages"), 4096);
 	EXPECT_TRUE(strstr(r.out, cg_rel(ct)) == NULL);
+	test_log("the container's status: %s", r.out);
+	EXPECT_TRUE(strstr(r.out, "\"container_id\": \"" ID "\"") != NULL);
 	run_free(&r);
 
 	ASSERT_EQ(ctl(&json, "status --json"), 0);
