@@ -45,11 +45,6 @@
 static const char *ct, *ct2, *sib, *parent;
 static char self_exe[4096];
 
-struct run {
-	int code;
-	char *out, *err;
-};
-
 enum kind { ROOTFUL, USERNS };
 
 static char *read_all(const char *path)
@@ -59,15 +54,22 @@ static char *read_all(const char *path)
 	return s ? s : strdup("");
 }
 
-/* argv for the container around @cmd (NULL-terminated), from inside @cg. */
-static void container_exec(enum kind k, const char *cg, char **cmd)
+static void enter_cgroup(const void *cg)
+{
+	if (cg_enter(cg)) {
+		perror("enter cgroup");
+		_exit(126);
+	}
+}
+
+/* @argv[64]: the container of kind @k around @cmd (NULL-terminated). */
+static void container_argv(enum kind k, char **cmd, char **argv)
 {
 	static char *rootful[] = { "unshare", "-C", "-p", "-f", "-n", "-m", "--mount-proc",
 				   "setpriv", "--bounding-set=-all", "--inh-caps=-all", NULL };
 	static char *userns[] = { "unshare", "-U", "--map-root-user", "-C", "-p", "-f", "-n",
 				  "-m", "--mount-proc", NULL };
 	char **pre = k == ROOTFUL ? rootful : userns;
-	char *argv[64];
 	int n = 0;
 
 	for (; *pre; pre++)
@@ -75,35 +77,25 @@ static void container_exec(enum kind k, const char *cg, char **cmd)
 	for (; *cmd && n < 63; cmd++)
 		argv[n++] = *cmd;
 	argv[n] = NULL;
-	if (cg_enter(cg)) {
-		perror("enter cgroup");
-		_exit(126);
-	}
+}
+
+/* In a child: exec the container around @cmd, from inside @cg. */
+static void container_exec(enum kind k, const char *cg, char **cmd)
+{
+	char *argv[64];
+
+	container_argv(k, cmd, argv);
+	enter_cgroup(cg);
 	execvp(argv[0], argv);
 	_exit(127);
 }
 
 static void run_in(struct run *r, enum kind k, const char *cg, char **cmd)
 {
-	char outf[1024], errf[1024];
-	pid_t pid;
-	int st;
+	char *argv[64];
 
-	snprintf(outf, sizeof(outf), "%s/ct.out", test_tmpdir());
-	snprintf(errf, sizeof(errf), "%s/ct.err", test_tmpdir());
-	pid = test_fork(1);
-	if (pid == 0) {
-		int o = open(outf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		int e = open(errf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-
-		dup2(o, 1);
-		dup2(e, 2);
-		container_exec(k, cg, cmd);
-	}
-	st = test_reap(pid);
-	r->code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	r->out = read_all(outf);
-	r->err = read_all(errf);
+	container_argv(k, cmd, argv);
+	run_child(r, enter_cgroup, cg, argv);
 }
 
 /* tcpbufctl ARGS inside a container of kind @k in cgroup @cg. */
@@ -131,12 +123,6 @@ static void ctl_in(struct run *r, enum kind k, const char *cg, const char *fmt, 
 		free(args[i]);
 	free(args);
 	free(line);
-}
-
-static void run_free(struct run *r)
-{
-	free(r->out);
-	free(r->err);
 }
 
 static char *status_json(void)

@@ -14,64 +14,22 @@
 #define _GNU_SOURCE
 #include "harness.h"
 
-#include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define ID "7c1e5d9b3a2f4e6d8c0b1a3f5e7d9c2b4a6e8f0d2c4b6a8e0f2d4c6b8a0e2f4d"
 
-struct run {
-	int code;
-	char *out, *err;
-};
-
-static char *read_all(const char *path)
+/* In the child: join cgroup @arg and a cgroup namespace rooted there. */
+static void enter_container(const void *arg)
 {
-	char *s = file_read(path);
-
-	return s ? s : strdup("");
-}
-
-/* tcpbufctl ARGS... as root, in cgroup @cg and a cgroup namespace rooted there. */
-static void ctl_in_container(struct run *r, const char *cg, const char *a1, const char *a2,
-			     const char *a3)
-{
-	char outf[1024], errf[1024];
-	pid_t pid;
-	int st;
-
-	snprintf(outf, sizeof(outf), "%s/ct.out", test_tmpdir());
-	snprintf(errf, sizeof(errf), "%s/ct.err", test_tmpdir());
-	pid = test_fork(1);
-	if (pid == 0) {
-		int o = open(outf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		int e = open(errf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-
-		if (cg_enter(cg) || unshare(CLONE_NEWCGROUP)) {
-			perror("container");
-			_exit(126);
-		}
-		dup2(o, 1);
-		dup2(e, 2);
-		execl(tcpbufctl_path(), tcpbufctl_path(), "--socket", daemon_socket_path(), a1, a2,
-		      a3, (char *)NULL);
-		_exit(127);
+	if (cg_enter(arg) || unshare(CLONE_NEWCGROUP)) {
+		perror("container");
+		_exit(126);
 	}
-	st = test_reap(pid);
-	r->code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	r->out = read_all(outf);
-	r->err = read_all(errf);
-}
-
-static void run_free(struct run *r)
-{
-	free(r->out);
-	free(r->err);
 }
 
 static char *ns_link(pid_t pid)
@@ -113,12 +71,12 @@ int main(void)
 	free(json);
 
 	/* A container, root with every capability in its own cgroup namespace. */
-	ctl_in_container(&r, ct, "set-limit", "/", "32M");
+	run_ctl_child(&r, enter_container, ct, "set-limit / 32M");
 	test_log("container set-limit: exit %d, %s", r.code, r.err);
 	EXPECT_EQ(r.code, 1);
 	EXPECT_TRUE(strstr(r.err, "permission denied") != NULL);
 	run_free(&r);
-	ctl_in_container(&r, ct, "status", "--json", NULL);
+	run_ctl_child(&r, enter_container, ct, "status --json");
 	EXPECT_EQ(r.code, 0);
 	EXPECT_EQ(json_cgroup_value(r.out, "/", "limit_pages"), 4096);
 	EXPECT_TRUE(strstr(r.out, cg_rel(ct)) == NULL);

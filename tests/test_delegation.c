@@ -45,20 +45,8 @@
 
 static const char *c1, *c2, *c3, *parent;
 
-struct run {
-	int code;
-	char *out, *err;
-};
-
-static char *read_all(const char *path)
-{
-	char *s = file_read(path);
-
-	return s ? s : strdup("");
-}
-
 /* In a child: join @cg as root, then become uid/gid 65534 for good. */
-static void become_nobody(const char *cg)
+static void become_nobody(const void *cg)
 {
 	if (cg_enter(cg) || setgroups(0, NULL) || setresgid(NOBODY, NOBODY, NOBODY) ||
 	    setresuid(NOBODY, NOBODY, NOBODY)) {
@@ -70,50 +58,15 @@ static void become_nobody(const char *cg)
 /* tcpbufctl ARGS as uid 65534 in cgroup @cg. */
 static void ctl_as_nobody(struct run *r, const char *cg, const char *fmt, ...)
 {
-	char outf[1024], errf[1024], *cmd, **args;
-	int nargs, st;
+	char *cmd;
 	va_list ap;
-	pid_t pid;
 
 	va_start(ap, fmt);
 	if (vasprintf(&cmd, fmt, ap) < 0)
 		test_abort();
 	va_end(ap);
-	snprintf(outf, sizeof(outf), "%s/nobody.out", test_tmpdir());
-	snprintf(errf, sizeof(errf), "%s/nobody.err", test_tmpdir());
-	args = split_args(cmd, &nargs);
-	pid = test_fork(1);
-	if (pid == 0) {
-		char *argv[nargs + 4];
-		int o = open(outf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-		int e = open(errf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-
-		argv[0] = (char *)tcpbufctl_path();
-		argv[1] = "--socket";
-		argv[2] = (char *)daemon_socket_path();
-		for (int i = 0; i < nargs; i++)
-			argv[3 + i] = args[i];
-		argv[nargs + 3] = NULL;
-		become_nobody(cg);
-		dup2(o, 1);
-		dup2(e, 2);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	st = test_reap(pid);
-	r->code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-	r->out = read_all(outf);
-	r->err = read_all(errf);
-	for (int i = 0; i < nargs; i++)
-		free(args[i]);
-	free(args);
+	run_ctl_child(r, become_nobody, cg, cmd);
 	free(cmd);
-}
-
-static void run_free(struct run *r)
-{
-	free(r->out);
-	free(r->err);
 }
 
 static char *status_json(void)

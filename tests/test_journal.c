@@ -77,7 +77,7 @@ static void set_journal_stream(int fd)
 	setenv("JOURNAL_STREAM", buf, 1);
 }
 
-static int run_child(void (*fn)(void))
+static int run_fn_child(void (*fn)(void))
 {
 	pid_t pid = test_fork(1);
 	int st;
@@ -278,9 +278,9 @@ int main(void)
 	int r;
 
 	test_init();
-	EXPECT_EQ(run_child(plain_child), 0);
-	EXPECT_EQ(run_child(other_stream_child), 0);
-	r = run_child(journal_child);
+	EXPECT_EQ(run_fn_child(plain_child), 0);
+	EXPECT_EQ(run_fn_child(other_stream_child), 0);
+	r = run_fn_child(journal_child);
 	if (r == 77)
 		test_log("journal entries not tested: no mount namespace");
 	else

@@ -1648,3 +1648,64 @@ double daemon_cpu_sec(void)
 	free(s);
 	return (double)(utime + stime) / sysconf(_SC_CLK_TCK);
 }
+
+static char *read_or_empty(const char *path)
+{
+	char *s = file_read(path);
+
+	return s ? s : strdup("");
+}
+
+void run_child(struct run *r, void (*setup)(const void *arg), const void *arg,
+	       char *const argv[])
+{
+	char outf[PATH_MAX], errf[PATH_MAX];
+	pid_t pid;
+	int st;
+
+	snprintf(outf, sizeof(outf), "%s/child.out", test_tmpdir());
+	snprintf(errf, sizeof(errf), "%s/child.err", test_tmpdir());
+	pid = test_fork(1);
+	if (pid == 0) {
+		int o = open(outf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+		int e = open(errf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+
+		if (setup)
+			setup(arg);
+		dup2(o, 1);
+		dup2(e, 2);
+		execvp(argv[0], argv);
+		dprintf(e, "exec %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	st = test_reap(pid);
+	r->code = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+	r->out = read_or_empty(outf);
+	r->err = read_or_empty(errf);
+}
+
+void run_ctl_child(struct run *r, void (*setup)(const void *arg), const void *arg,
+		   const char *args)
+{
+	int nargs;
+	char **words = split_args(args, &nargs);
+	char *argv[nargs + 4];
+
+	argv[0] = (char *)tcpbufctl_path();
+	argv[1] = "--socket";
+	argv[2] = (char *)daemon_socket_path();
+	for (int i = 0; i < nargs; i++)
+		argv[3 + i] = words[i];
+	argv[nargs + 3] = NULL;
+	run_child(r, setup, arg, argv);
+	for (int i = 0; i < nargs; i++)
+		free(words[i]);
+	free(words);
+}
+
+void run_free(struct run *r)
+{
+	free(r->out);
+	free(r->err);
+	r->out = r->err = NULL;
+}

@@ -223,6 +223,23 @@ void daemon_dump_log(void);
  * if it could not be run.  ctl_stderr() is the last call's stderr.
  */
 int ctl(char **out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* What run_child() saw: the exit code (128 + N for signal N), stdout, stderr. */
+struct run {
+	int code;
+	char *out, *err;
+};
+/*
+ * Fork; in the child call @setup(@arg) (which _exits 126 when it cannot do
+ * its part: join a cgroup, drop privileges, unshare), then execvp(@argv)
+ * with stdout and stderr captured into @r. run_free() frees them.
+ */
+void run_child(struct run *r, void (*setup)(const void *arg), const void *arg,
+	       char *const argv[]);
+/* run_child() of "tcpbufctl --socket S ARGS" (ARGS split as split_args() does). */
+void run_ctl_child(struct run *r, void (*setup)(const void *arg), const void *arg,
+		   const char *args);
+void run_free(struct run *r);
+
 const char *ctl_stderr(void);
 
 /* Split a command line into a NULL-terminated argv (malloc'd). */
