@@ -227,26 +227,16 @@ void tables_print_metrics(FILE *f)
 	have_fb = !tables_fallback_read(&fb);
 	fill[0] = &c.usage;
 	fill[1] = &c.limits;
-	fputs("# HELP tcpbufd_table_entries Entries in a cgroup table (BPF map) now.\n"
+	fputs("# HELP tcpbufd_table_entries Entries in a cgroup table or sock_fallback (BPF maps) now.\n"
 	      "# TYPE tcpbufd_table_entries gauge\n", f);
 	for (size_t i = 0; i < 2; i++)
 		fprintf(f, "tcpbufd_table_entries{table=\"%s\"} %lu\n", names[i], fill[i]->used);
 	if (have_fb)
 		fprintf(f, "tcpbufd_table_entries{table=\"sock_fallback\"} %lu\n", fb.entries);
-	fputs("# HELP tcpbufd_table_max_entries The most entries a cgroup table holds "
-	      "(MaxCgroups=).\n# TYPE tcpbufd_table_max_entries gauge\n", f);
+	fputs("# HELP tcpbufd_table_max_entries The most entries a table holds "
+	      "(the cgroup tables: MaxCgroups=).\n# TYPE tcpbufd_table_max_entries gauge\n", f);
 	for (size_t i = 0; i < 2; i++)
 		fprintf(f, "tcpbufd_table_max_entries{table=\"%s\"} %lu\n", names[i], fill[i]->max);
 	if (have_fb)
 		fprintf(f, "tcpbufd_table_max_entries{table=\"sock_fallback\"} %lu\n", fb.max);
-	fputs("# HELP tcpbufd_cgroups_refused_total New cgroups a rule matched that were left "
-	      "unlimited: the cgroup tables had no room.\n"
-	      "# TYPE tcpbufd_cgroups_refused_total counter\n", f);
-	fprintf(f, "tcpbufd_cgroups_refused_total %lu\n", refused);
-	if (!have_fb)
-		return;
-	fputs("# HELP tcpbufd_fallback_lost_sockets_total Sockets of limited cgroups with neither "
-	      "socket storage nor room in sock_fallback: held at the floor buffer sizes and "
-	      "refused at ingress.\n# TYPE tcpbufd_fallback_lost_sockets_total counter\n", f);
-	fprintf(f, "tcpbufd_fallback_lost_sockets_total %llu\n", fb.lost);
 }
