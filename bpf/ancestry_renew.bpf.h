@@ -32,18 +32,20 @@ static __always_inline int ancestry_index(const __u64 *ids, __u32 n, __u64 id)
 }
 
 /* Move the socket's charge (unless @pages_too is false) and counts into
- * (or out of) the cgroup @id. False when an entry to move into could not be
- * made (cgroup_usage full): then nothing moved. */
+ * (or out of) the cgroup @id, a fallback entry's place in unaccounted_sockets
+ * too. False when an entry to move into could not be made (cgroup_usage
+ * full): then nothing moved. */
 static __always_inline bool ancestry_move_one(struct sock_charge *sc, __u32 i, __u64 id,
 					      __s64 sign, bool pages_too)
 {
 	__s64 pages = pages_too && sc->charged_pages > 0 ? sc->charged_pages : 0;
 	__s64 counted = !!(sc->enforce.flags & TCPBUF_SE_COUNTED);
 	__s64 sender = !!(sc->enforce.flags & TCPBUF_SE_SENDER);
+	bool fallback = sc->enforce.flags & TCPBUF_SE_FALLBACK;
 	struct cgroup_usage *u;
 	__s64 now;
 
-	if (!pages && !counted && !sender)
+	if (!pages && !counted && !sender && !fallback)
 		return true;
 	u = bpf_map_lookup_elem(&cgroup_usage, &id);
 	if (!u) {
@@ -64,6 +66,8 @@ static __always_inline bool ancestry_move_one(struct sock_charge *sc, __u32 i, _
 		__sync_fetch_and_add(&u->established.sockets, sign);
 	if (sender)
 		__sync_fetch_and_add(&u->established.senders, sign);
+	if (fallback)
+		__sync_fetch_and_add(&u->unaccounted_sockets, (__s32)sign);
 	if (counted)
 		near_update(id, u);
 	return true;

@@ -453,6 +453,7 @@ static __always_inline struct sock_charge *sock_charge_find(struct sock *sk, boo
 	if (sc)
 		return sc;
 	sc = sock_fallback_lookup(sk);
+	/* Full: held by enforcement at establishment (fallback_hold()). */
 	if (!sc && create)
 		sc = sock_fallback_make(sk, bpf_get_socket_cookie(sk));
 	return sc;

@@ -8,6 +8,7 @@
 
 #include "enforce_policy.bpf.h"
 #include "timehist.bpf.h"
+#include "fallback_hold.bpf.h"
 #include <bpf/bpf_endian.h>
 
 #define ETH_P_IP_NUM		0x0800
@@ -208,8 +209,14 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 	/* Not armed: every limited ancestor is far, nothing it receives can
 	 * matter (tcpbuf_near_next()). */
 	sc = sock_armed_charge(sk);
-	if (!sc && !(sc = sock_fallback_lookup(sk)))
+	if (!sc && !(sc = sock_fallback_lookup(sk))) {
+		/* Held without any entry (fallback_hold()): its new data
+		 * refused as at max, since nothing charges it. */
+		if ((tp->bpf_sock_ops_cb_flags & TCPBUF_LOST_CB_FLAG) &&
+		    (len = tcp_payload_len(skb, &seq)) > 0 && tcp_new_data(tp, seq, len))
+			return 0;
 		return 1;
+	}
 	/* What this segment adds, and what already waits in the socket's
 	 * backlog (its reader holds the lock): neither is charged yet, in
 	 * either mode, and a slow reader can let the backlog grow large. */

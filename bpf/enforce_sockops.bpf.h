@@ -95,9 +95,17 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 		sc = sock_charge_get(sk, true);
 		if (!sc) {
 			/* No storage to be had (optmem): held from its
-			 * fallback entry, with the close callback. */
-			if (fallback_hold(skops, sk, tp, bpf_get_socket_cookie(skops)))
+			 * fallback entry, with the close callback, or
+			 * marked for refusal where there is none. */
+			switch (fallback_hold(skops, sk, tp, bpf_get_socket_cookie(skops))) {
+			case FALLBACK_HELD:
 				cb_flags_set(skops, false, true);
+				break;
+			case FALLBACK_LOST:
+				bpf_sock_ops_cb_flags_set(skops, skops->bpf_sock_ops_cb_flags |
+							  TCPBUF_LOST_CB_FLAG);
+				break;
+			}
 			return 1;
 		}
 	}

@@ -96,10 +96,12 @@ static __always_inline void sweep_touch(struct sock *sk, struct tcp_sock *tp)
 	asm volatile("" :: "r"(a), "r"(b), "r"(c), "r"(d));
 }
 
-/* cb_flags_set() from an iterator: through setsockopt (kernel >= 6.11). */
-static __always_inline void sweep_cb_flags_set(struct tcp_sock *tp, bool armed, bool limited)
+/* cb_flags_set() from an iterator, with @mark too: through setsockopt
+ * (kernel >= 6.11). */
+static __always_inline void sweep_cb_flags_set(struct tcp_sock *tp, bool armed, bool limited,
+					       int mark)
 {
-	int want = cb_flags_wanted(tp->bpf_sock_ops_cb_flags, armed, limited);
+	int want = cb_flags_wanted(tp->bpf_sock_ops_cb_flags, armed, limited) | mark;
 
 	if (want != tp->bpf_sock_ops_cb_flags)
 		bpf_setsockopt(tp, SOL_TCP, TCP_BPF_SOCK_OPS_CB_FLAGS, &want, sizeof(want));
@@ -142,8 +144,18 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 	if (!sc)
 		sc = sock_charge_get(sk, true);
 	if (!sc) {
-		if (fallback_hold(sk, sk, tp, bpf_get_socket_cookie(sk)))
-			sweep_cb_flags_set(tp, false, true);
+		struct sock_charge *fb;
+		int held;
+
+		/* A fallback entry's too: read once when it was made, a
+		 * limit set above it later would not hold it. */
+		if (sweep_all && (fb = sock_fallback_lookup(sk)))
+			ancestry_renew(sk, fb);
+		held = fallback_hold(sk, sk, tp, bpf_get_socket_cookie(sk));
+
+		/* The close callback, or the lost one's mark. */
+		sweep_cb_flags_set(tp, false, held == FALLBACK_HELD,
+				   held == FALLBACK_LOST ? TCPBUF_LOST_CB_FLAG : 0);
 		return 0;
 	}
 	if (accounting_mode == TCPBUF_MODE_SAMPLED)
@@ -161,7 +173,7 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 	if (c.limited && !near) {
 		if (armed)
 			caps_release(sk, sk, se);
-		sweep_cb_flags_set(tp, false, true);
+		sweep_cb_flags_set(tp, false, true, 0);
 		return 0;
 	}
 	enforce_init(sk, se);
@@ -174,7 +186,7 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 		return 0;
 	/* Sockets that predate the limits get the per-segment callback too
 	 * (TCP_BPF_SOCK_OPS_CB_FLAGS, kernel >= 6.11; older ones: sweeps only). */
-	sweep_cb_flags_set(tp, c.limited, c.limited);
+	sweep_cb_flags_set(tp, c.limited, c.limited, 0);
 	return 0;
 }
 

@@ -15,33 +15,86 @@
 #include "enforce_policy.bpf.h"
 
 /*
- * Hold the socket @sk (@tp) of a limited subtree that has no storage
- * entry: its fallback entry found or made (@cookie, from the helper the
- * program type allows), counted, and capped at most at buf_floor and
- * rcvbuf_floor, and locked there. @ctx is what bpf_setsockopt wants (caps_apply()). Whether
- * it has a fallback entry (false: sock_fallback was full).
+ * A socket of a limited subtree held without any entry (sock_fallback was
+ * full), counted once, when it is first held (fallback_hold()): in
+ * fallback_ctl.lost, and told to the daemon as unaccounted_count() tells,
+ * which logs it and keeps ingress refusal linked for it.
+ */
+static __always_inline void fallback_lost_note(const struct sock *sk)
+{
+	struct tcpbuf_fallback_ctl *fc = fallback_ctl_get();
+	struct tcpbuf_state_event *ev;
+	struct cgroup *cg = sk_cgroup(sk);
+	__u64 now;
+
+	if (!fc)
+		return;
+	now = __sync_fetch_and_add(&fc->lost, 1) + 1;
+	if (!tcpbuf_unaccounted_tell(now > 0xffffffffULL ? 0 : (__u32)now))
+		return;
+	ev = bpf_ringbuf_reserve(&enforce_events, sizeof(*ev), 0);
+	if (!ev)
+		return;
+	ev->cgroup_id = cg ? cg->kn->id : 0;
+	ev->time_ns = bpf_ktime_get_ns();
+	ev->usage_pages = now;
+	ev->threshold_pages = 0;
+	ev->old_state = 0;
+	ev->new_state = 0;
+	ev->kind = TCPBUF_EVENT_LOST;
+	ev->pad = 0;
+	bpf_ringbuf_submit(ev, BPF_RB_FORCE_WAKEUP);
+}
+
+/* What fallback_hold() did. */
+#define FALLBACK_HELD	1	/* held through its fallback entry */
+#define FALLBACK_LOST	2	/* sock_fallback full: held at the floors without an entry */
+
+/*
+ * The mark of a socket of a limited subtree held without any entry
+ * (FALLBACK_LOST), which ingress refuses as if its subtree were at max:
+ * nothing charges it, so nothing else could hold it. A callback flag is
+ * the one bit of a socket that is BPF's own; this one costs a callback at
+ * a retransmission timeout only, which sockops_run() ignores at once.
+ */
+#define TCPBUF_LOST_CB_FLAG	BPF_SOCK_OPS_RTO_CB_FLAG
+
+/*
+ * Hold the socket @sk (@tp) of a limited subtree (the caller has seen a
+ * limited ancestor) that has no storage entry: its fallback entry found or
+ * made (@cookie, from the helper the program type allows), counted, and
+ * capped at most at buf_floor and rcvbuf_floor, and locked there. Where
+ * sock_fallback is full it is capped the same, and counted as lost the
+ * first time (fallback_lost_note()); the caller marks it
+ * (TCPBUF_LOST_CB_FLAG). @ctx is what bpf_setsockopt wants (caps_apply()).
+ * Evaluates to FALLBACK_HELD or FALLBACK_LOST.
  */
 #define fallback_hold(ctx, sk, tp, cookie) ({					\
 	struct sock_charge *fb_ = sock_fallback_lookup(sk);			\
+	bool capped_ = false;							\
 	__u8 locks_;								\
 	int v_;									\
 										\
 	if (!fb_)								\
 		fb_ = sock_fallback_make(sk, cookie);				\
-	if (fb_) {								\
+	if (fb_)								\
 		socket_count_update(fb_, tp, true);				\
-		/* Locked too, or autotuning grows them past any cap. */	\
-		locks_ = BPF_CORE_READ_BITFIELD(sk, sk_userlocks);		\
-		if (!(locks_ & TCPBUF_SNDBUF_LOCK) || (sk)->sk_sndbuf > buf_floor) { \
-			v_ = buf_floor >> 1;					\
-			bpf_setsockopt(ctx, SOL_SOCKET, SO_SNDBUF, &v_, sizeof(v_)); \
-		}								\
-		if (!(locks_ & TCPBUF_RCVBUF_LOCK) || (sk)->sk_rcvbuf > rcvbuf_floor) { \
-			v_ = rcvbuf_floor >> 1;					\
-			bpf_setsockopt(ctx, SOL_SOCKET, SO_RCVBUF, &v_, sizeof(v_)); \
-		}								\
+	/* Locked too, or autotuning grows them past any cap. */		\
+	locks_ = BPF_CORE_READ_BITFIELD(sk, sk_userlocks);			\
+	if (!(locks_ & TCPBUF_SNDBUF_LOCK) || (sk)->sk_sndbuf > buf_floor) {	\
+		v_ = buf_floor >> 1;						\
+		bpf_setsockopt(ctx, SOL_SOCKET, SO_SNDBUF, &v_, sizeof(v_));	\
+		capped_ = true;							\
 	}									\
-	fb_ != NULL;								\
+	if (!(locks_ & TCPBUF_RCVBUF_LOCK) || (sk)->sk_rcvbuf > rcvbuf_floor) {	\
+		v_ = rcvbuf_floor >> 1;						\
+		bpf_setsockopt(ctx, SOL_SOCKET, SO_RCVBUF, &v_, sizeof(v_));	\
+		capped_ = true;							\
+	}									\
+	/* Counted once: a lost socket is found again at every sweep. */	\
+	if (!fb_ && capped_)							\
+		fallback_lost_note(sk);						\
+	fb_ ? FALLBACK_HELD : FALLBACK_LOST;					\
 })
 
 #endif /* TCPBUF_FALLBACK_HOLD_BPF_H */

@@ -117,7 +117,9 @@ static __always_inline void unaccounted_count(const struct sock_charge *sc, __s3
  * helper that makes it takes the program's context in sock_ops, the socket
  * elsewhere), if the socket has a limited ancestor: others are left as
  * before, uncharged. Made entries are armed (TCPBUF_SE_LIMITED), so ingress
- * holds them to max whatever their count says.
+ * holds them to max whatever their count says. NULL for a socket with a
+ * limited ancestor: sock_fallback had no room for it (fallback_hold()
+ * holds it by other means).
  */
 static __always_inline struct sock_charge *sock_fallback_make(struct sock *sk, __u64 cookie)
 {
@@ -136,15 +138,13 @@ static __always_inline struct sock_charge *sock_fallback_make(struct sock *sk, _
 		return NULL;
 	err = bpf_map_update_elem(&sock_fallback, &cookie, &sock_fallback_blank, BPF_NOEXIST);
 	sc = bpf_map_lookup_elem(&sock_fallback, &cookie);
-	if (!sc) {
-		__sync_fetch_and_add(&fc->lost, 1);
+	if (!sc)
 		return NULL;
-	}
 	if (!sc->levels && !sc->cgroup_id)
 		sock_ancestry_fill(sc, sk);
 	if (err)
 		return sc;	/* made meanwhile on another CPU, which counts it */
-	sc->enforce.flags |= TCPBUF_SE_LIMITED;
+	sc->enforce.flags |= TCPBUF_SE_LIMITED | TCPBUF_SE_FALLBACK;
 	__sync_fetch_and_add(&fc->sockets, 1);
 	unaccounted_count(sc, 1);
 	return sc;

@@ -54,6 +54,8 @@ struct tcpbuf_state_event {
 #define TCPBUF_EVENT_NEAR	1	/* the cgroup became near or far (below) */
 #define TCPBUF_EVENT_UNACCOUNTED 2	/* a socket without socket storage (sock_fallback.bpf.h);
 					 * usage_pages: its cgroup's unaccounted_sockets */
+#define TCPBUF_EVENT_LOST	3	/* such a socket found sock_fallback full;
+					 * usage_pages: fallback_ctl.lost */
 
 /*
  * Near and far. The kernel bounds what one socket can hold whatever anyone

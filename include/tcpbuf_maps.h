@@ -120,6 +120,8 @@ struct cgroup_usage {
 #define TCPBUF_SE_SETTLED	32	/* caps need no new pass for a while (caps_settled_note()) */
 #define TCPBUF_SE_SND_AT_CAP	64	/* settled with sk_sndbuf at its cap: growth is no reason
 					 * for a new pass */
+#define TCPBUF_SE_FALLBACK	128	/* an entry of sock_fallback: counted in its cgroups'
+					 * unaccounted_sockets */
 
 /* The kernel's sk_userlocks bits (include/net/sock.h). */
 #define TCPBUF_SNDBUF_LOCK	1
@@ -219,7 +221,8 @@ _Static_assert(sizeof(struct sock_charge) <= 120, "see TCPBUF_MAX_DEPTH");
 /* Map "fallback_ctl" (array, one entry), written by BPF only. */
 struct tcpbuf_fallback_ctl {
 	__s64 sockets;		/* entries in sock_fallback now: while 0, nothing looks there */
-	__u64 lost;		/* sockets left with no entry at all: sock_fallback was full */
+	__u64 lost;		/* sockets left with no entry at all (sock_fallback was full),
+				 * held at the floors and refused at ingress */
 };
 
 /* Map "meta" (array, one entry): who owns the pinned maps. */

@@ -291,6 +291,14 @@ int enforce_start(const struct enforce_opts *o, struct enforcer **out)
 		goto fail;
 	}
 	ingress_adopt(e);
+	{
+		/* Pins of an earlier run: its lost sockets are still refused. */
+		struct tcpbuf_fallback_ctl fc;
+		__u32 zero = 0;
+
+		e->lost_seen = !bpf_map_lookup_elem(bpf_map__fd(e->skel->maps.fallback_ctl), &zero,
+						    &fc) && fc.lost;
+	}
 	netns_set_map(bpf_map__fd(e->skel->maps.netns_seen));
 	*out = e;
 	return 0;

@@ -69,6 +69,11 @@ int on_event(void *ctx, void *data, size_t len)
 		unaccounted_note(ev->cgroup_id, ev->usage_pages);
 		return 0;
 	}
+	if (ev->kind == TCPBUF_EVENT_LOST) {
+		unaccounted_lost_note(ev->cgroup_id, ev->usage_pages);
+		e->lost_seen = true;
+		return 0;
+	}
 	if (ev->kind == TCPBUF_EVENT_NEAR) {
 		if (!ev->new_state) {
 			e->far_seen = true;
@@ -170,7 +175,7 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 	uint64_t ids[MAX_EVENTS_PER_BATCH];
 	size_t dropped = e->dropped;
 	double done_ms, wait_ms;
-	bool near_up, lost;
+	bool near_up, lost, held_lost = e->lost_seen;
 	int err = 0;
 
 	e->near_up = e->far_seen = false;
@@ -178,6 +183,10 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 	if (err < 0)
 		return err;
 	unaccounted_report(tree);
+	/* A socket held without any entry is refused at ingress: linked for
+	 * it from now on, near or far. */
+	if (e->lost_seen && !held_lost && (err = ingress_sync(e)))
+		return err;
 	if (!e->n_batch && !e->dropped && !e->near_up && !e->far_seen)
 		return 0;
 	err = 0;

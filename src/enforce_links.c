@@ -297,10 +297,11 @@ static int ingress_attach(struct enforcer *e, const struct enforce_cgroup *cg)
 }
 
 /* Ingress links at every topmost limited cgroup while some cgroup is near
- * (near_links()), at none otherwise. */
+ * (near_links()) or a socket was held without any entry (lost_seen), at
+ * none otherwise. */
 int ingress_sync(struct enforcer *e)
 {
-	bool on = e->near == 1;
+	bool on = e->near == 1 || e->lost_seen;
 	int err = 0;
 
 	for (size_t i = 0; i < e->n_ingress;) {

@@ -67,6 +67,7 @@ struct enforcer {
 	struct tcpbuf_state_event batch[MAX_EVENTS_PER_BATCH];
 	size_t n_batch, dropped;
 	bool near_up, far_seen;	/* in this batch, some cgroup turned near; far */
+	bool lost_seen;		/* a socket found sock_fallback full: ingress stays linked */
 };
 
 /* enforce.c */

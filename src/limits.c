@@ -13,6 +13,7 @@
 #include <bpf/bpf.h>
 #include "daemon.h"
 #include "log.h"
+#include "tables.h"
 
 /*
  * Lines about one cgroup's limits: at most CGROUP_LINES_PER_SEC a second, the
@@ -428,6 +429,7 @@ int limits_add(struct daemon *d, const uint64_t *ids, size_t n)
 			continue;
 		}
 		if (limits_room_for_one(d, e, why, sizeof(why))) {
+			tables_refused_note();
 			if (cgroup_line_ok())
 				log_err("%s", why);
 			continue;

@@ -203,6 +203,7 @@ void metrics_print(FILE *f, const struct status_rows *rows, const char *mode,
 		   unsigned limited_cgroups)
 {
 	struct container_name *names = calloc(rows->n ? rows->n : 1, sizeof(*names));
+	struct fallback_fill fb;
 	unsigned long long v;
 	size_t m, i, s;
 
@@ -222,6 +223,15 @@ void metrics_print(FILE *f, const struct status_rows *rows, const char *mode,
 	host_tcp_mem_print(f);
 	metrics_print_bypass(f);
 	tables_print_metrics(f);
+	header(f, "tcpbufd_cgroups_refused_total", "counter",
+	       "New cgroups a rule matched that were left unlimited: the cgroup tables had no room.");
+	fprintf(f, "tcpbufd_cgroups_refused_total %lu\n", tables_refused());
+	if (!tables_fallback_read(&fb)) {
+		header(f, "tcpbufd_fallback_lost_sockets_total", "counter",
+		       "Sockets of limited cgroups with neither socket storage nor room in "
+		       "sock_fallback: held at the floor buffer sizes and refused at ingress.");
+		fprintf(f, "tcpbufd_fallback_lost_sockets_total %llu\n", fb.lost);
+	}
 
 	for (m = 0; m < sizeof(metrics) / sizeof(metrics[0]); m++) {
 		header(f, metrics[m].name, metrics[m].type, metrics[m].help);

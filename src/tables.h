@@ -2,7 +2,9 @@
 /*
  * The cgroup tables, cgroup_usage and cgroup_limits: their size (MaxCgroups=,
  * fixed when the maps are made) and how full they are, for status, metrics
- * and the room check before a change of limits (capacity.h).
+ * and the room check before a change of limits (capacity.h); likewise the
+ * fallback table of sockets without socket storage, and the new cgroups
+ * refused for want of room.
  */
 #ifndef TCPBUF_TABLES_H
 #define TCPBUF_TABLES_H
@@ -28,6 +30,18 @@ unsigned long tables_limits_max(void);
 int tables_read(struct capacity *c);
 /* MaxCgroups= as reloaded: a change waits for a clean start (logged). */
 void tables_reconfigured(unsigned max_cgroups);
+
+/* Sockets without socket storage (bpf/sock_fallback.bpf.h): entries in
+ * sock_fallback now, its size, and sockets that found it full so far. */
+struct fallback_fill {
+	unsigned long entries, max;
+	unsigned long long lost;
+};
+int tables_fallback_read(struct fallback_fill *f);
+
+/* A new cgroup a rule matched was left unlimited for want of room. */
+void tables_refused_note(void);
+unsigned long tables_refused(void);
 
 void tables_print_json(FILE *f);	/* "tables": {...}, */
 void tables_print_table(FILE *f);	/* one line */

@@ -48,10 +48,44 @@ void unaccounted_note(uint64_t cgroup_id, long long sockets)
 	s->pending = true;
 }
 
+static struct {
+	uint64_t id, logged_ms;
+	unsigned long long lost;
+	bool pending;
+} lost_seen;
+
+void unaccounted_lost_note(uint64_t cgroup_id, unsigned long long lost)
+{
+	lost_seen.id = cgroup_id;
+	lost_seen.lost = lost;
+	lost_seen.pending = true;
+}
+
+static void lost_report(const struct cgroup_tree *tree, uint64_t now)
+{
+	const char *path;
+	char buf[32];
+
+	if (!lost_seen.pending || !unaccounted_log_due(lost_seen.logged_ms, now))
+		return;
+	path = tree ? cgroup_tree_path(tree, lost_seen.id) : NULL;
+	if (!path) {
+		snprintf(buf, sizeof(buf), "cgroup %llu", (unsigned long long)lost_seen.id);
+		path = buf;
+	}
+	log_warn("%s: a socket without socket storage found the fallback table (sock_fallback) "
+		 "full: %llu such sockets on this host so far, held at the floor buffer sizes and "
+		 "refused at ingress", path, lost_seen.lost);
+	lost_seen.logged_ms = now;
+	lost_seen.pending = false;
+}
+
 void unaccounted_report(const struct cgroup_tree *tree)
 {
 	uint64_t now = now_ms();
 	struct slot *s;
+
+	lost_report(tree, now);
 
 	for (s = slots; s < slots + SLOTS; s++) {
 		const char *path;
