@@ -15,6 +15,7 @@
 
 #include "tcpbuf_maps.bpf.h"
 #include "enforce_maps.bpf.h"
+#include "tcpbuf_reserve.h"
 #include <bpf/bpf_core_read.h>
 
 #define TCPBUF_PAGE_SHIFT	12
@@ -76,27 +77,16 @@ static __always_inline bool near_linked(void)
 	return ctl && ctl->near_linked;
 }
 
-/*
- * Room kept back below max for the skb each writer of the subtree may start
- * when its queue empties, whatever its sk_sndbuf (TCP forces memory for the
- * first skb of an empty send queue): one 64 KiB skb per writer counted in
- * the cgroup's entry, at most a quarter of max so a subtree of many writers
- * still receives. Max is in effect reached that much earlier.
- */
+/* The writers' reserve of the cgroup of this entry (tcpbuf_reserve.h). */
 static __always_inline __s64 sender_reserve_of(const struct cgroup_usage *u)
 {
-	__s64 senders = u->established.senders;
-	__s64 r = senders > 0 ? senders * TCPBUF_SENDER_RESERVE_PAGES : 0;
-	__s64 quarter = u->limits.max_pages >> 2;
-
-	return r < quarter ? r : quarter;
+	return tcpbuf_sender_reserve(u->established.senders, u->limits.max_pages);
 }
 
-/* Usage below which the writers' reserve (at most max/4) cannot matter,
- * with a margin of a segment and 1/64 of max. */
-static __always_inline __s64 reserve_point(__s64 max)
+/* Usage below which that reserve cannot matter (tcpbuf_reserve_point()). */
+static __always_inline __s64 reserve_point(const struct cgroup_usage *u)
 {
-	return max - (max >> 2) - (max >> 6) - 16;
+	return tcpbuf_reserve_point(u->limits.max_pages, sender_reserve_of(u));
 }
 
 /*
@@ -109,9 +99,9 @@ static __always_inline __s64 reserve_point(__s64 max)
  */
 #define TCPBUF_INGRESS_TRUST_PAGES	32	/* a segment and the backlog before it */
 
-static __always_inline __s64 max_watch_point(__s64 max)
+static __always_inline __s64 max_watch_point(const struct cgroup_usage *u)
 {
-	return reserve_point(max) - (max >> 4) - 64;
+	return reserve_point(u) - (u->limits.max_pages >> 4) - 64;
 }
 
 /* Keep max_watch (struct cgroup_usage) as usage @now has it: set where
@@ -127,7 +117,7 @@ static __always_inline void max_watch_update(struct cgroup_usage *u, __s64 now)
 
 	if (!max)
 		return;
-	point = max_watch_point(max);
+	point = max_watch_point(u);
 	if (!watch && now >= point) {
 		if (__sync_bool_compare_and_swap(&u->max_watch, 0, 1) &&
 		    (ctl = enforce_ctl_get()))
@@ -143,7 +133,7 @@ static __always_inline __s64 max_effective(const struct cgroup_usage *u, __s64 n
 {
 	__s64 max = u->limits.max_pages;
 
-	if (now < reserve_point(max))
+	if (now < reserve_point(u))
 		return max;
 	return max - sender_reserve_of(u);
 }
