@@ -15,7 +15,6 @@
 
 #include "tcpbuf_maps.bpf.h"
 #include "enforce_maps.bpf.h"
-#include "tcpbuf_reserve.h"
 #include <bpf/bpf_core_read.h>
 
 #define TCPBUF_PAGE_SHIFT	12
@@ -77,16 +76,27 @@ static __always_inline bool near_linked(void)
 	return ctl && ctl->near_linked;
 }
 
-/* The writers' reserve of the cgroup of this entry (tcpbuf_reserve.h). */
+/*
+ * Room kept back below max for the skb each writer of the subtree may start
+ * when its queue empties, whatever its sk_sndbuf (TCP forces memory for the
+ * first skb of an empty send queue): one 64 KiB skb per writer counted in
+ * the cgroup's entry, at most a quarter of max so a subtree of many writers
+ * still receives. Max is in effect reached that much earlier.
+ */
 static __always_inline __s64 sender_reserve_of(const struct cgroup_usage *u)
 {
-	return tcpbuf_sender_reserve(u->established.senders, u->limits.max_pages);
+	__s64 senders = u->established.senders;
+	__s64 r = senders > 0 ? senders * TCPBUF_SENDER_RESERVE_PAGES : 0;
+	__s64 quarter = u->limits.max_pages >> 2;
+
+	return r < quarter ? r : quarter;
 }
 
-/* Usage below which that reserve cannot matter (tcpbuf_reserve_point()). */
-static __always_inline __s64 reserve_point(const struct cgroup_usage *u)
+/* Usage below which the writers' reserve (at most max/4) cannot matter,
+ * with a margin of a segment and 1/64 of max. */
+static __always_inline __s64 reserve_point(__s64 max)
 {
-	return tcpbuf_reserve_point(u->limits.max_pages, sender_reserve_of(u));
+	return max - (max >> 2) - (max >> 6) - 16;
 }
 
 /*
@@ -99,9 +109,9 @@ static __always_inline __s64 reserve_point(const struct cgroup_usage *u)
  */
 #define TCPBUF_INGRESS_TRUST_PAGES	32	/* a segment and the backlog before it */
 
-static __always_inline __s64 max_watch_point(const struct cgroup_usage *u)
+static __always_inline __s64 max_watch_point(__s64 max)
 {
-	return reserve_point(u) - (u->limits.max_pages >> 4) - 64;
+	return reserve_point(max) - (max >> 4) - 64;
 }
 
 /* Keep max_watch (struct cgroup_usage) as usage @now has it: set where
@@ -117,7 +127,7 @@ static __always_inline void max_watch_update(struct cgroup_usage *u, __s64 now)
 
 	if (!max)
 		return;
-	point = max_watch_point(u);
+	point = max_watch_point(max);
 	if (!watch && now >= point) {
 		if (__sync_bool_compare_and_swap(&u->max_watch, 0, 1) &&
 		    (ctl = enforce_ctl_get()))
@@ -133,7 +143,7 @@ static __always_inline __s64 max_effective(const struct cgroup_usage *u, __s64 n
 {
 	__s64 max = u->limits.max_pages;
 
-	if (now < reserve_point(u))
+	if (now < reserve_point(max))
 		return max;
 	return max - sender_reserve_of(u);
 }

@@ -158,10 +158,10 @@ static __always_inline bool ingress_near_max(const struct sock_charge *sc, __u32
 		if (!u->limits.max_pages)
 			continue;
 		if (u->state == TCPBUF_STATE_MAX ||
-		    u->usage_pages + extra >= reserve_point(u))
+		    u->usage_pages + extra >= reserve_point(u->limits.max_pages))
 			return true;
 		if (u->max_watch ||
-		    u->usage_pages + extra >= max_watch_point(u))
+		    u->usage_pages + extra >= max_watch_point(u->limits.max_pages))
 			*clear = false;
 	}
 	return false;

@@ -30,7 +30,6 @@
 #define TCPBUF_ENFORCE_POLICY_BPF_H
 
 #include "charge.bpf.h"
-#include "tcpbuf_window.h"
 
 #define SOL_SOCKET	1
 #define SO_SNDBUF	7
@@ -435,29 +434,6 @@ static __always_inline __u32 near_update(__u64 id, struct cgroup_usage *u)
 	return new;
 }
 
-/* The subtree's count crossed where its listeners' window flips
- * (tcpbuf_window.h): the daemon sweeps them. */
-static __always_inline void crowding_tell(__u64 id, const struct cgroup_usage *u, __s64 old,
-					  __s64 now)
-{
-	struct tcpbuf_state_event *ev;
-
-	if (!usage_limited(u) || !tcpbuf_crowding_crossed(old, now, u->limits.max_pages))
-		return;
-	ev = bpf_ringbuf_reserve(&enforce_events, sizeof(*ev), 0);
-	if (!ev)
-		return;
-	ev->cgroup_id = id;
-	ev->time_ns = bpf_ktime_get_ns();
-	ev->usage_pages = now;
-	ev->threshold_pages = tcpbuf_crowded_sockets(u->limits.max_pages);
-	ev->old_state = now < old;
-	ev->new_state = now > old;
-	ev->kind = TCPBUF_EVENT_CROWDED;
-	ev->pad = 0;
-	bpf_ringbuf_submit(ev, BPF_RB_FORCE_WAKEUP);
-}
-
 static long count_walk_level(__u64 i, void *ctx)
 {
 	struct count_walk *w = ctx;
@@ -471,16 +447,10 @@ static long count_walk_level(__u64 i, void *ctx)
 		u = usage_entry_make(w->a.sc, i, id);
 	if (!u)
 		return 0;
-	if (w->sockets) {
-		__s64 old = __sync_fetch_and_add(&u->established.sockets, w->sockets);
-
-		crowding_tell(id, u, old, old + w->sockets);
-	}
-	if (w->senders) {
+	if (w->sockets)
+		__sync_fetch_and_add(&u->established.sockets, w->sockets);
+	if (w->senders)
 		__sync_fetch_and_add(&u->established.senders, w->senders);
-		/* The writers' reserve moved, and the watch point with it. */
-		max_watch_update(u, u->usage_pages);
-	}
 	/* An unknown value, not a constant: the verifier then checks this
 	 * callback once, not once per value the caller's flag could hold. */
 	w->near |= near_update(id, u);

@@ -25,7 +25,7 @@ static long limits_refresh_one(struct bpf_map *map, __u64 *key, struct cgroup_us
 	u->limits = l ? *l : none;
 	/* Against the new max; the bump after the walk ends old trust. */
 	u->max_watch = l && l->max_pages &&
-		       u->usage_pages >= max_watch_point(u);
+		       u->usage_pages >= max_watch_point(l->max_pages);
 	cgroup_state_update(id, u, u->usage_pages);
 	/* Near or far under them (far without limits); changes of the socket
 	 * count decide where they happen (near_update()). */

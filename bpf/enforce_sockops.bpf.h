@@ -11,7 +11,6 @@
 #include "fallback_hold.bpf.h"
 #include "timehist.bpf.h"
 #include "netns.bpf.h"
-#include "enforce_listen.bpf.h"
 
 static __always_inline void cb_flags_set(struct bpf_sock_ops *skops, bool armed, bool limited)
 {
@@ -47,13 +46,8 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 	if (!bsk)
 		return 1;
 	if (skops->op == BPF_SOCK_OPS_TCP_CONNECT_CB || skops->op == BPF_SOCK_OPS_TCP_LISTEN_CB) {
-		int window;
-
-		if (!(tp = bpf_skc_to_tcp_sock(bsk)))
-			return 1;
-		netns_note((struct sock *)tp);
-		if (skops->op == BPF_SOCK_OPS_TCP_LISTEN_CB && (window = listen_window_want(tp)))
-			bpf_setsockopt(skops, SOL_TCP, TCP_WINDOW_CLAMP, &window, sizeof(window));
+		if ((tp = bpf_skc_to_tcp_sock(bsk)))
+			netns_note((struct sock *)tp);
 		return 1;
 	}
 	if (skops->op == BPF_SOCK_OPS_STATE_CB) {
@@ -79,8 +73,6 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 	if (!tp)
 		return 1;
 	sk = (struct sock *)tp;
-	if (skops->op == BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB)
-		listen_child_open(skops, tp);
 	/* Most segments of an armed socket find its caps settled: a peek at
 	 * its entry tells, without the helper's lookup. */
 	if (!established) {

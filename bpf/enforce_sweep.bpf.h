@@ -10,7 +10,6 @@
 #include "enforce_socket.bpf.h"
 #include "ancestry_renew.bpf.h"
 #include "fallback_hold.bpf.h"
-#include "enforce_listen.bpf.h"
 
 /* Set by the daemon before each sweep: 1 after a change of limits (any
  * socket swept may have gained a limited ancestor), 0 after state changes
@@ -108,16 +107,6 @@ static __always_inline void sweep_cb_flags_set(struct tcp_sock *tp, bool armed, 
 		bpf_setsockopt(tp, SOL_TCP, TCP_BPF_SOCK_OPS_CB_FLAGS, &want, sizeof(want));
 }
 
-/* A listener: the initial window its subtree's crowding asks for. */
-static __always_inline void listen_sweep(struct sock_common *skc)
-{
-	struct tcp_sock *tp = bpf_skc_to_tcp_sock(skc);
-	int window;
-
-	if (tp && sweep_concerns((struct sock *)tp) && (window = listen_window_want(tp)))
-		bpf_setsockopt(tp, SOL_TCP, TCP_WINDOW_CLAMP, &window, sizeof(window));
-}
-
 /*
  * Run by the daemon after a state change or a change of limits: brings every
  * socket to the caps of its ancestors' current states (capping in pressure
@@ -135,10 +124,6 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 	bool armed, near;
 	int counted;
 
-	if (skc && skc->skc_state == BPF_TCP_LISTEN) {
-		listen_sweep(skc);
-		return 0;
-	}
 	if (!skc || !sock_ops_connected(skc->skc_state))
 		return 0;
 	tp = bpf_skc_to_tcp_sock(skc);

@@ -56,8 +56,6 @@ struct tcpbuf_state_event {
 					 * usage_pages: its cgroup's unaccounted_sockets */
 #define TCPBUF_EVENT_LOST	3	/* such a socket found sock_fallback full;
 					 * usage_pages: fallback_ctl.lost */
-#define TCPBUF_EVENT_CROWDED	4	/* the subtree's listeners' window flips (tcpbuf_window.h);
-					 * usage_pages: its sockets, new_state: 1 crowded */
 
 /*
  * Near and far. The kernel bounds what one socket can hold whatever anyone
@@ -81,6 +79,8 @@ static inline __u32 tcpbuf_near_next(__u32 near, __s64 sockets, __u64 bound_page
 		return 1;
 	return near ? reach >= t / 4 : reach >= t / 2;
 }
+
+#define TCPBUF_SENDER_RESERVE_PAGES	17	/* a 64 KiB skb and its overhead */
 
 /* Whether a cgroup whose unaccounted_sockets just rose to @now tells the
  * daemon (TCPBUF_EVENT_UNACCOUNTED): at the first and at each doubling, so

@@ -203,11 +203,6 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 	if (!e->n_batch && !e->dropped)
 		return err;
 	wait_ms = sweep_wait_ms(e);
-	/* A crowded subtree's listeners are clamped before the connections
-	 * still to come, not a paced wait later; hysteresis makes these rare. */
-	for (size_t i = 0; i < e->n_batch && wait_ms > 0; i++)
-		if (e->batch[i].kind == TCPBUF_EVENT_CROWDED)
-			wait_ms = 0;
 	if (wait_ms > 0) {
 		/* Said once per busy spell, naming the latest cgroup to
 		 * change: the reaction times logged then include the wait. */
@@ -241,10 +236,6 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 		if (ev->kind == TCPBUF_EVENT_NEAR)
 			log_debug("%s: near its thresholds at %lld sockets", path ? path : "?",
 				  (long long)ev->usage_pages);
-		else if (ev->kind == TCPBUF_EVENT_CROWDED)
-			log_debug("%s: %s at %lld sockets: its listeners' initial window %s",
-				  path ? path : "?", ev->new_state ? "crowded" : "no longer crowded",
-				  (long long)ev->usage_pages, ev->new_state ? "clamped" : "opened");
 		else
 			report_state_change(e, ev, path, done_ms - ev->time_ns / 1e6);
 	}

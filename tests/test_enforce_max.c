@@ -37,8 +37,7 @@ struct scenario {
  * bpf/charge.bpf.h), and where the flag that says so clears again: written
  * out here, so a change there has to be a change here too.
  */
-#define RESERVE		(NCONN * 17)	/* tcpbuf_sender_reserve(): one skb per writer */
-#define WATCH_POINT	(LIMIT_PAGES - RESERVE - LIMIT_PAGES / 64 - 16 - LIMIT_PAGES / 16 - 64)
+#define WATCH_POINT	(LIMIT_PAGES - LIMIT_PAGES / 4 - LIMIT_PAGES / 64 - 16 - LIMIT_PAGES / 16 - 64)
 #define WATCH_CLEAR	(WATCH_POINT - LIMIT_PAGES / 32 - 16)
 
 /* The cgroup's usage entry, read from the pinned map as bpftool would. */
