@@ -10,6 +10,9 @@
  *            autotune to megabytes), then stop
  *   rxonly   only the receiving ends in the cgroup (writers elsewhere),
  *            receivers read for a second, then stop
+ *   streams  iperf3 -P STREAMS (default 32) for STREAM_S seconds (default
+ *            8), client and server in the cgroup: throughput against the
+ *            same run with no limit (paired by round), and the peaks
  * For each, both systems:
  *   tcpbufd   a v2 cgroup with Limit=<limit> (max = limit, pressure 3/4,
  *             min 1/2) through a drop-in, in the daemon's configured mode
@@ -38,7 +41,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "enforce_util.h"
@@ -50,9 +55,11 @@
 static int nconn = 64, rounds = 3, warm_ms = 1000, stall_ms = 3000;
 static int64_t limit_pages = 4096;
 static int do_v1 = 1, do_tcpbufd = 1;
+static unsigned loads_wanted = ~0u;	/* bit per enum load (-L) */
 
-enum load { STALLED, WARM, RXONLY, NLOADS };
-static const char *const load_names[] = { "stalled", "warm", "rxonly" };
+enum load { STALLED, WARM, RXONLY, NLOADS, STREAMS = NLOADS };
+static const char *const load_names[] = { "stalled", "warm", "rxonly", "streams" };
+static int nstreams = 32, stream_s = 8;
 enum sys { TCPBUFD, KMEM, NSYS };
 
 struct result {
@@ -65,6 +72,12 @@ struct result {
 };
 
 static struct result results[NLOADS][NSYS][16];
+
+/* The streams load: per system and round, and with no limit (NSYS). */
+struct stream_result {
+	double bps, peak_oracle, peak_own;
+};
+static struct stream_result stream_results[NSYS + 1][16];
 
 /* ------------------------------------------------------------ v1 memcg */
 
@@ -246,6 +259,125 @@ static void run_load(enum load load, enum sys sys, int round, struct result *r)
 	free(rel);
 }
 
+/* ------------------------------------------------------------ streams */
+
+/* Start iperf3 ARGS in cgroup cg (and the v1 memory cgroup v1dir); its
+ * stdout on *out when out is not NULL. */
+static pid_t iperf3_start(const char *cg, const char *v1dir, int *out, char *const argv[])
+{
+	int p[2] = { -1, -1 };
+	pid_t pid;
+
+	if (out && pipe2(p, O_CLOEXEC))
+		return -1;
+	pid = test_fork(1);
+	if (pid == 0) {
+		if (v1dir && v1_write(v1dir, "cgroup.procs", "0"))
+			_exit(126);
+		if (cg_enter(cg))
+			_exit(126);
+		if (out)
+			dup2(p[1], 1);
+		else if (!freopen("/dev/null", "w", stdout))
+			_exit(126);
+		execvp("iperf3", argv);
+		_exit(127);
+	}
+	if (out) {
+		close(p[1]);
+		*out = p[0];
+	}
+	return pid;
+}
+
+/* iperf3's JSON: the receiver's total bits per second, or -1. */
+static double iperf3_received_bps(int fd)
+{
+	static char buf[1 << 20];
+	size_t n = 0;
+	ssize_t r;
+	char *p;
+
+	while (n < sizeof(buf) - 1 && (r = read(fd, buf + n, sizeof(buf) - 1 - n)) > 0)
+		n += r;
+	buf[n] = 0;
+	p = strstr(buf, "\"sum_received\"");
+	if (!p || !(p = strstr(p, "\"bits_per_second\":")))
+		return -1;
+	return strtod(p + strlen("\"bits_per_second\":"), NULL);
+}
+
+/* iperf3 -P nstreams for stream_s seconds, both ends in one cgroup, under
+ * sys's 16 MiB (or no limit: sys == NSYS). */
+static void run_streams(enum sys sys, int round, struct stream_result *r)
+{
+	char name[64], v1dir[256] = "", port[16], par[16], secs[16];
+	struct v1_sampler v1s = {};
+	struct peak_sampler *ps;
+	const char *cg;
+	pid_t srv, cli;
+	int out = -1, status;
+
+	snprintf(name, sizeof(name), "streams-%s-%d", sys == TCPBUFD ? "t" : sys == KMEM ? "k" : "u",
+		 round);
+	cg = cg_create(name);
+	if (sys == TCPBUFD) {
+		limits_write(cg, limit_pages, 0, 0, 0);
+		if (daemon_reload_until(cg, limit_pages, 10000))
+			test_abort();
+	} else if (sys == KMEM) {
+		char val[32];
+
+		snprintf(v1dir, sizeof(v1dir), V1_ROOT "/tcpbuf-bench-%d-%s", (int)getpid(), name);
+		if (mkdir(v1dir, 0755) && errno != EEXIST)
+			test_abort();
+		test_defer(v1_remove, strdup(v1dir));
+		snprintf(val, sizeof(val), "%" PRId64, limit_pages * 4096);
+		if (v1_write(v1dir, "memory.kmem.tcp.limit_in_bytes", val))
+			test_abort();
+		v1s.dir = v1dir;
+		pthread_create(&v1s.thread, NULL, v1_sample, &v1s);
+	}
+	snprintf(port, sizeof(port), "%d", 20000 + (getpid() * 7 + round * 3 + sys) % 20000);
+	snprintf(par, sizeof(par), "%d", nstreams);
+	snprintf(secs, sizeof(secs), "%d", stream_s);
+	srv = iperf3_start(cg, v1dir[0] ? v1dir : NULL, NULL,
+			   (char *[]){ "iperf3", "-s", "-1", "-B", "127.0.0.1", "-p", port, NULL });
+	msleep(300);
+	ps = peak_start(cg, 10);
+	cli = iperf3_start(cg, v1dir[0] ? v1dir : NULL, &out,
+			   (char *[]){ "iperf3", "-c", "127.0.0.1", "-p", port, "-P", par, "-t", secs,
+				       "-J", NULL });
+	if (srv < 0 || cli < 0)
+		test_abort();
+	r->bps = iperf3_received_bps(out);
+	close(out);
+	waitpid(cli, &status, 0);
+	waitpid(srv, &status, 0);
+	peak_stop(ps);
+	r->peak_oracle = (double)peak_pages(ps) / limit_pages;
+	r->peak_own = -1;
+	if (sys == TCPBUFD) {
+		r->peak_own = (double)status_field(cg, "peak_pages") / limit_pages;
+		limits_remove(cg);
+		daemon_signal(SIGHUP);
+	} else if (sys == KMEM) {
+		int64_t max_usage;
+
+		v1s.stop = 1;
+		pthread_join(v1s.thread, NULL);
+		max_usage = v1_read(v1dir, "memory.kmem.tcp.max_usage_in_bytes");
+		if (v1s.peak > max_usage)
+			max_usage = v1s.peak;
+		r->peak_own = (double)max_usage / 4096 / limit_pages;
+	}
+	peak_free(ps);
+	printf("  streams  %-9s round %d: %.2f Gbit/s, peak %.3f x max (sock_diag), %.3f (own)\n",
+	       sys == TCPBUFD ? "tcpbufd" : sys == KMEM ? "kmem.tcp" : "no limit", round,
+	       r->bps / 1e9, r->peak_oracle, r->peak_own);
+	fflush(stdout);
+}
+
 /* ------------------------------------------------------------- report */
 
 static int cmp_double(const void *a, const void *b)
@@ -269,7 +401,7 @@ static void report(void)
 	       "peak/max sock_diag", "peak/max own counter", "refused", "reaction ms med/p90/max",
 	       "drain s");
 	for (int ld = 0; ld < NLOADS; ld++) {
-		for (int s = 0; s < NSYS; s++) {
+		for (int s = 0; s < NSYS && (loads_wanted >> ld & 1); s++) {
 			double a[16], b[16], c[16], d[16], *rx = NULL;
 			size_t nrx = 0;
 			char react[64] = "-", col1[32], col2[32];
@@ -308,10 +440,57 @@ static void report(void)
 	       limit_pages, limit_pages / 256, tcpbufd_mode());
 }
 
+/* "stalled,warm": the loads named, as a bit per enum load; exits on a bad name. */
+static unsigned loads_parse(const char *arg)
+{
+	char *copy = strdup(arg), *save = NULL;
+	unsigned bits = 0;
+
+	for (char *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+		int ld;
+
+		for (ld = 0; ld <= STREAMS && strcmp(w, load_names[ld]); ld++)
+			;
+		if (ld > STREAMS) {
+			fprintf(stderr, "enforce: unknown load '%s'\n", w);
+			exit(2);
+		}
+		bits |= 1u << ld;
+	}
+	free(copy);
+	return bits;
+}
+
+/* Throughput of each system over no limit, paired by round (median). */
+static void report_streams(void)
+{
+	printf("\n%-8s %-9s %-22s %-22s %s\n", "load", "system", "peak/max sock_diag",
+	       "peak/max own counter", "throughput / no limit (median, min-max)");
+	for (int s = 0; s < NSYS; s++) {
+		double a[16], b[16], ratio[16], lo = 1e9, hi = 0;
+		char col1[32], col2[32];
+
+		if ((s == TCPBUFD && !do_tcpbufd) || (s == KMEM && !do_v1))
+			continue;
+		for (int r = 0; r < rounds; r++) {
+			a[r] = stream_results[s][r].peak_oracle;
+			b[r] = stream_results[s][r].peak_own;
+			ratio[r] = stream_results[s][r].bps / stream_results[NSYS][r].bps;
+			lo = ratio[r] < lo ? ratio[r] : lo;
+			hi = ratio[r] > hi ? ratio[r] : hi;
+		}
+		snprintf(col1, sizeof(col1), "%.3f (max %.3f)", pct(a, rounds, 0.5), pct(a, rounds, 1.0));
+		snprintf(col2, sizeof(col2), "%.3f (max %.3f)", pct(b, rounds, 0.5), pct(b, rounds, 1.0));
+		printf("%-8s %-9s %-22s %-22s %.3f (%.3f-%.3f)\n", "streams",
+		       s == TCPBUFD ? "tcpbufd" : "kmem.tcp", col1, col2, pct(ratio, rounds, 0.5), lo, hi);
+	}
+	printf("iperf3 -P %d, %d s, client and server in the cgroup\n", nstreams, stream_s);
+}
+
 static void usage(void)
 {
 	fprintf(stderr, "usage: enforce [-n CONNS] [-l LIMIT_MIB] [-r ROUNDS] [-w WARM_MS] "
-			"[-s STALL_MS] [--no-v1] [--no-tcpbufd]\n");
+			"[-s STALL_MS] [-L LOAD,...] [-P STREAMS] [-t STREAM_S] [--no-v1] [--no-tcpbufd]\n");
 	exit(2);
 }
 
@@ -320,11 +499,12 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "no-v1", no_argument, NULL, 1 },
 		{ "no-tcpbufd", no_argument, NULL, 2 },
+		{ "loads", required_argument, NULL, 'L' },
 		{}
 	};
 	int c;
 
-	while ((c = getopt_long(argc, argv, "n:l:r:w:s:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "n:l:r:w:s:L:P:t:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'n': nconn = atoi(optarg); break;
 		case 'l': limit_pages = atoll(optarg) * 256; break;
@@ -333,6 +513,9 @@ int main(int argc, char **argv)
 		case 's': stall_ms = atoi(optarg); break;
 		case 1: do_v1 = 0; break;
 		case 2: do_tcpbufd = 0; break;
+		case 'L': loads_wanted = loads_parse(optarg); break;
+		case 'P': nstreams = atoi(optarg); break;
+		case 't': stream_s = atoi(optarg); break;
 		default: usage();
 		}
 	}
@@ -346,9 +529,17 @@ int main(int argc, char **argv)
 	enforce_config(1000);
 	if (do_tcpbufd && daemon_start(""))
 		return 1;
-	for (int r = 0; r < rounds; r++)
+	for (int r = 0; r < rounds; r++) {
+		/* No limit, tcpbufd, kmem.tcp: the order turns each round. */
+		for (int k = 0; k <= NSYS && (loads_wanted >> STREAMS & 1); k++) {
+			int s = (k + r) % (NSYS + 1);
+
+			if ((s == TCPBUFD && !do_tcpbufd) || (s == KMEM && !do_v1))
+				continue;
+			run_streams(s, r, &stream_results[s][r]);
+		}
 		for (int ld = 0; ld < NLOADS; ld++)
-			for (int k = 0; k < NSYS; k++) {
+			for (int k = 0; k < NSYS && (loads_wanted >> ld & 1); k++) {
 				/* Alternate which system goes first. */
 				enum sys s = (r + ld) % 2 ? (enum sys)(NSYS - 1 - k) : (enum sys)k;
 
@@ -356,7 +547,10 @@ int main(int argc, char **argv)
 					continue;
 				run_load(ld, s, r, &results[ld][s][r]);
 			}
+	}
 	report();
+	if (loads_wanted >> STREAMS & 1)
+		report_streams();
 	if (do_tcpbufd)
 		daemon_stop();
 	return test_done();
