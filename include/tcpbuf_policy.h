@@ -6,6 +6,7 @@
  * look the values up, call these and apply the answer.
  *
  * Worked examples (pages of 4 KiB; tests/test_policy.c holds them all):
+ *   limit 16 MiB, nothing else set:    min 2048, pressure 3072, max 4096
  *   max 4096 (16 MiB):                 zones watch_clear 2528, watch_point 2672,
  *                                      reserve_point 2992, max 4096, slack_end 4224
  *   max 4096, 100 writers counted:     effective max 3072 from usage 2992 on
@@ -100,7 +101,7 @@ TCPBUF_POLICY struct tcpbuf_zones tcpbuf_zones_of(__s64 max)
  * first skb of an empty send queue): one per writer, at most a quarter of
  * max so a subtree of many writers still receives.
  */
-TCPBUF_POLICY __s64 tcpbuf_sender_reserve(__s64 senders, __s64 max)
+TCPBUF_POLICY __s64 tcpbuf_sender_reserve(__s64 senders, __u64 max)
 {
 	__s64 r = senders > 0 ? senders * TCPBUF_SENDER_RESERVE_PAGES : 0;
 	__s64 quarter = max >> 2;
@@ -109,12 +110,12 @@ TCPBUF_POLICY __s64 tcpbuf_sender_reserve(__s64 senders, __s64 max)
 }
 
 /* Max as ingress and the state machine apply it at usage @now: less the
- * writers' reserve @reserve, where that can matter. */
-TCPBUF_POLICY __s64 tcpbuf_max_effective(__s64 max, __s64 reserve, __s64 now)
+ * reserve of the subtree's @senders, where that can matter. */
+TCPBUF_POLICY __s64 tcpbuf_max_effective(__s64 max, __s64 senders, __s64 now)
 {
 	if (now < tcpbuf_reserve_point(max))
 		return max;
-	return max - reserve;
+	return max - tcpbuf_sender_reserve(senders, max);
 }
 
 /*
@@ -128,6 +129,45 @@ TCPBUF_POLICY __s64 tcpbuf_max_exit(__s64 max)
 	__s64 margin = max >> 6 > 16 ? max >> 6 : 16;
 
 	return margin < max ? max - margin : 0;
+}
+
+/* ------------------------------------------------------- the thresholds */
+
+/*
+ * The thresholds of a limit whose ceiling is @max pages (0 taken as 1), with
+ * @pressure and @min where given (0: not). Why these ratios: the
+ * kernel sizes net.ipv4.tcp_mem the same way relative to its hard limit
+ * (tcp_init_mem(): min = 1/2 max, pressure = 2/3 max), so a cgroup behaves
+ * like a small machine. Pressure sits a little higher, at 3/4, because the
+ * ceiling is already a deliberate per-cgroup budget; the wider band (1/4 of
+ * max instead of 1/6) also means fewer flips in and out of pressure under a
+ * steady load. Defaults are clamped so they never cross an explicit value.
+ */
+struct tcpbuf_thresholds {
+	__u64 min, pressure, max;
+};
+
+TCPBUF_POLICY struct tcpbuf_thresholds tcpbuf_thresholds_of(__u64 max, __u64 pressure, __u64 min)
+{
+	struct tcpbuf_thresholds t = { .min = min, .pressure = pressure, .max = max ? max : 1 };
+
+	if (!t.pressure) {
+		t.pressure = t.max / 4 * 3 + t.max % 4 * 3 / 4;
+		if (t.min && t.pressure < t.min)
+			t.pressure = t.min;
+		if (t.pressure > t.max)
+			t.pressure = t.max;
+		if (t.pressure == 0)
+			t.pressure = 1;
+	}
+	if (!t.min) {
+		t.min = t.max / 2;
+		if (t.min > t.pressure)
+			t.min = t.pressure;
+		if (t.min == 0)
+			t.min = 1;
+	}
+	return t;
 }
 
 /* ------------------------------------------------------------ the states */
@@ -161,18 +201,26 @@ TCPBUF_POLICY __u32 tcpbuf_next_state(__u32 old, __s64 now, __s64 max, __u64 pre
 	return TCPBUF_STATE_PRESSURE;
 }
 
-/* max_watch at usage @now (@watch before; max 0: unchanged): set at
- * watch_point, cleared below watch_clear. */
+/* max_watch is set where usage @now reaches watch_point, and cleared only
+ * below watch_clear. */
+TCPBUF_POLICY bool tcpbuf_watch_reached(__s64 now, __s64 max)
+{
+	return now >= tcpbuf_watch_point(max);
+}
+
+TCPBUF_POLICY bool tcpbuf_watch_left(__s64 now, __s64 max)
+{
+	return now < tcpbuf_zones_of(max).watch_clear;
+}
+
+/* max_watch at usage @now (@watch before; max 0: unchanged). */
 TCPBUF_POLICY __u32 tcpbuf_max_watch_next(__u32 watch, __s64 now, __s64 max)
 {
-	struct tcpbuf_zones z;
-
 	if (!max)
 		return watch;
-	z = tcpbuf_zones_of(max);
-	if (!watch && now >= z.watch_point)
+	if (!watch && tcpbuf_watch_reached(now, max))
 		return 1;
-	if (watch && now < z.watch_clear)
+	if (watch && tcpbuf_watch_left(now, max))
 		return 0;
 	return watch;
 }
@@ -192,7 +240,7 @@ TCPBUF_POLICY bool tcpbuf_near_max(__u32 state, __s64 usage, __s64 max)
  * its look until the host's state generation moves. */
 TCPBUF_POLICY bool tcpbuf_max_clear(__u32 watch, __s64 usage, __s64 max)
 {
-	return !watch && usage < tcpbuf_watch_point(max);
+	return !watch && !tcpbuf_watch_reached(usage, max);
 }
 
 /*
@@ -249,6 +297,10 @@ TCPBUF_POLICY __u64 tcpbuf_sock_bound_pages(long tcp_rmem2, long rmem_max, long 
 
 #define TCPBUF_CAP_NONE		((__s64)1 << 40)
 #define TCPBUF_SEND_CHUNK_MAX	(65536 + 2048)	/* tcpbuf_send_chunk() at most */
+/* In pressure no sndbuf cap goes below this, nor an rcvbuf cap below the
+ * other: windows below a segment make peers split them. */
+#define TCPBUF_SNDBUF_FLOOR	(16 << 10)
+#define TCPBUF_RCVBUF_FLOOR	(64 << 10)
 
 /* The largest skb tcp_sendmsg may still fill past sk_sndbuf: the size goal,
  * half the peer's largest window @max_window, at most 64 KiB, plus the skb's
@@ -281,16 +333,17 @@ TCPBUF_POLICY __s64 tcpbuf_headroom_share(__s64 target, __s64 used, __s64 n)
 
 /*
  * In pressure each of @n sockets may hold a fair share of the middle of the
- * hysteresis band, (min + pressure) / 2, never less than @floor bytes. The
+ * hysteresis band, (min + pressure) / 2, never less than the sndbuf floor. The
  * shares add up to less than pressure, so usage converges back under it as
  * queues drain; and to more than min, so a load that keeps going settles
  * inside the band instead of flapping between pressure and normal.
  */
-TCPBUF_POLICY __s64 tcpbuf_fair_share(__u64 min, __u64 pressure, __s64 n, __s64 floor)
+TCPBUF_POLICY __s64 tcpbuf_fair_share(__u64 min, __u64 pressure, __s64 n)
 {
 	__u64 band = min && min < pressure ? (min + pressure) / 2 : pressure;
 
-	return tcpbuf_max_s64(band * TCPBUF_PAGE_SIZE / (__u64)(n > 0 ? n : 1), floor);
+	return tcpbuf_max_s64(band * TCPBUF_PAGE_SIZE / (__u64)(n > 0 ? n : 1),
+			      TCPBUF_SNDBUF_FLOOR);
 }
 
 /* A socket's caps, from the strictest of its limited ancestors. */
@@ -307,26 +360,19 @@ struct tcpbuf_caps {
 						.room = TCPBUF_CAP_NONE,			\
 						.state = TCPBUF_STATE_NORMAL })
 
-/* One limited ancestor as its usage entry has it. */
-struct tcpbuf_level {
-	__u32 state;
-	__s64 used;		/* usage, pages */
-	__s64 sockets;		/* tcpbuf_subtree_sockets() */
-	__s64 reserve;		/* tcpbuf_sender_reserve() */
-	__u64 min, pressure, max;
-};
-
-/* The socket as the guards see it, bytes; and the floors in pressure. */
+/* The socket as the guards see it, bytes. */
 struct tcpbuf_sock_view {
 	__s64 unsent;		/* its send queue not sent yet */
 	__s64 rmem;		/* its receive memory */
 	__s64 chunk;		/* tcpbuf_send_chunk() */
-	__s64 snd_floor;	/* in pressure no sndbuf cap goes below this */
-	__s64 rcv_floor;	/* nor an rcvbuf cap: windows below a segment split */
 };
 
+
 /*
- * Tighten *@c by the caps the level @v imposes on the socket @s.
+ * Tighten *@c by the caps the limited ancestor whose usage entry (its state,
+ * usage, socket counts and its copy of the limits) is @u imposes on the
+ * socket @s. Each value is read where it is used, so a program's walk keeps
+ * no more of them live than it needs.
  * - Send guard (max set): what it has not sent plus its share of the
  *   headroom, less the skb it may fill past sk_sndbuf; nothing left means
  *   minimal. In normal state the headroom is to pressure: crossing it must
@@ -343,21 +389,24 @@ struct tcpbuf_sock_view {
  *   without the kernel's minimum, which would make peers split segments.
  * - In pressure: no socket past its fair share.
  */
-TCPBUF_POLICY void tcpbuf_caps_level(struct tcpbuf_caps *c, const struct tcpbuf_level *v,
+TCPBUF_POLICY void tcpbuf_caps_level(struct tcpbuf_caps *c, const struct cgroup_usage *u,
 				     const struct tcpbuf_sock_view *s)
 {
+	const struct cgroup_limits *l = &u->limits;
+	__s64 used = u->usage_pages;
+	__s64 n = tcpbuf_subtree_sockets(u->sockets, u->established.sockets);
+	__s64 reserve = tcpbuf_sender_reserve(u->established.senders, l->max_pages);
 	__s64 snd = TCPBUF_CAP_NONE, rcv = TCPBUF_CAP_NONE;
-	__u32 state = v->state;
+	__u32 state = u->state;
 
 	c->limited = true;
 	if (state > c->state)
 		c->state = state;
-	if (v->max) {
-		bool to_pressure = state == TCPBUF_STATE_NORMAL && v->pressure;
-		__s64 target = to_pressure ? (__s64)v->pressure : (__s64)v->max - v->reserve;
-		__s64 share = tcpbuf_headroom_share(target, v->used, v->sockets);
-		__s64 rcv_share = to_pressure ? tcpbuf_headroom_share((__s64)v->max - v->reserve,
-								      v->used, v->sockets)
+	if (l->max_pages) {
+		bool to_pressure = state == TCPBUF_STATE_NORMAL && l->pressure_pages;
+		__s64 target = to_pressure ? l->pressure_pages : l->max_pages - reserve;
+		__s64 share = tcpbuf_headroom_share(target, used, n);
+		__s64 rcv_share = to_pressure ? tcpbuf_headroom_share(l->max_pages - reserve, used, n)
 					      : share;
 
 		c->room = tcpbuf_min_s64(c->room, tcpbuf_min_s64(share, rcv_share));
@@ -371,10 +420,10 @@ TCPBUF_POLICY void tcpbuf_caps_level(struct tcpbuf_caps *c, const struct tcpbuf_
 		snd = 0;
 		rcv = s->rmem + 2 * TCPBUF_PAGE_SIZE;
 	} else if (state == TCPBUF_STATE_PRESSURE) {
-		__s64 fair = tcpbuf_fair_share(v->min, v->pressure, v->sockets, s->snd_floor);
+		__s64 fair = tcpbuf_fair_share(l->min_pages, l->pressure_pages, n);
 
-		rcv = tcpbuf_min_s64(rcv, tcpbuf_max_s64(fair, s->rcv_floor));
-		snd = tcpbuf_min_s64(snd, tcpbuf_max_s64(fair - s->chunk, s->snd_floor));
+		rcv = tcpbuf_min_s64(rcv, tcpbuf_max_s64(fair, TCPBUF_RCVBUF_FLOOR));
+		snd = tcpbuf_min_s64(snd, tcpbuf_max_s64(fair - s->chunk, TCPBUF_SNDBUF_FLOOR));
 	}
 	c->snd = tcpbuf_min_s64(c->snd, snd);
 	c->rcv = tcpbuf_min_s64(c->rcv, rcv);
@@ -506,13 +555,20 @@ TCPBUF_POLICY bool tcpbuf_settled_expired(__u16 now, __u16 eval_t)
 #define TCPBUF_SAMPLE_KEEP_PAGES	1
 #define TCPBUF_SAMPLE_SLACK_PAGES	8
 
+/* Whether the sample is a small shrink that waits if the caps are settled
+ * (asked first: finding out whether they are costs the programs a lookup). */
+TCPBUF_POLICY bool tcpbuf_sample_may_wait(__s64 before, __s64 target, bool exact)
+{
+	return !exact && target < before && before - target < TCPBUF_SAMPLE_SLACK_PAGES;
+}
+
 TCPBUF_POLICY __s64 tcpbuf_sample_target(__s64 before, __s64 target, bool exact, bool settled)
 {
 	__s64 keep;
 
 	if (exact || target >= before)
 		return target;
-	if (before - target < TCPBUF_SAMPLE_SLACK_PAGES && settled)
+	if (settled && tcpbuf_sample_may_wait(before, target, exact))
 		return before;
 	keep = before < TCPBUF_SAMPLE_KEEP_PAGES ? before : TCPBUF_SAMPLE_KEEP_PAGES;
 	return target < keep ? keep : target;

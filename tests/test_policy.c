@@ -271,31 +271,49 @@ static __u64 ref_sock_bound(long tcp_rmem2, long rmem_max, long tcp_wmem2, long 
 		(tcp_wmem2 > 2 * wmem_max ? tcp_wmem2 : 2 * wmem_max) + (256 << 10)) / 4096;
 }
 
-/* ------------------------------------------------------ the policy, driven */
-
-static struct tcpbuf_level level_of(const struct cgroup_usage *u)
+/* rule_thresholds() (src/config.c) */
+static void ref_thresholds(__u64 max_pages, __u64 limit_pages, __u64 pressure_pages,
+			   __u64 min_pages, __u64 *min, __u64 *pressure, __u64 *max)
 {
-	return (struct tcpbuf_level){
-		.state = u->state, .used = u->usage_pages,
-		.sockets = tcpbuf_subtree_sockets(u->sockets, u->established.sockets),
-		.reserve = tcpbuf_sender_reserve(u->established.senders, u->limits.max_pages),
-		.min = u->limits.min_pages, .pressure = u->limits.pressure_pages,
-		.max = u->limits.max_pages,
-	};
+	__u64 mx = max_pages ? max_pages : limit_pages;
+	__u64 pr = pressure_pages;
+	__u64 mn = min_pages;
+
+	if (mx == 0)
+		mx = 1;
+	if (!pr) {
+		pr = mx / 4 * 3 + mx % 4 * 3 / 4;
+		if (mn && pr < mn)
+			pr = mn;
+		if (pr > mx)
+			pr = mx;
+		if (pr == 0)
+			pr = 1;
+	}
+	if (!mn) {
+		mn = mx / 2;
+		if (mn > pr)
+			mn = pr;
+		if (mn == 0)
+			mn = 1;
+	}
+	*min = mn;
+	*pressure = pr;
+	*max = mx;
 }
+
+/* ------------------------------------------------------ the policy, driven */
 
 static struct tcpbuf_sock_view view_of(__s64 unsent, __s64 rmem, __s64 chunk)
 {
-	return (struct tcpbuf_sock_view){ .unsent = unsent, .rmem = rmem, .chunk = chunk,
-					  .snd_floor = ref_buf_floor, .rcv_floor = ref_rcvbuf_floor };
+	return (struct tcpbuf_sock_view){ .unsent = unsent, .rmem = rmem, .chunk = chunk };
 }
 
 /* The state a charge to @now leaves from @old (cgroup_state_update()). */
 static __u32 state_at(const struct cgroup_usage *u, __u32 old, __s64 now, __u64 *crossed)
 {
 	__s64 max = u->limits.max_pages;
-	__s64 eff = max ? tcpbuf_max_effective(max, tcpbuf_sender_reserve(u->established.senders,
-									 max), now) : 0;
+	__s64 eff = max ? tcpbuf_max_effective(max, u->established.senders, now) : 0;
 
 	return tcpbuf_next_state(old, now, eff, u->limits.pressure_pages, u->limits.min_pages,
 				 crossed);
@@ -371,7 +389,6 @@ static void check_state_cases(bool print)
 		struct cgroup_usage u = usage_of(k->min, k->pressure, k->max, k->used, k->old,
 						 k->sockets, k->senders);
 		struct tcpbuf_caps c = TCPBUF_CAPS_NONE;
-		struct tcpbuf_level v;
 		struct tcpbuf_sock_view s = view_of(8192, 16384, ref_send_chunk(1 << 20));
 		__u64 crossed = 0;
 
@@ -385,8 +402,7 @@ static void check_state_cases(bool print)
 			       (long long)rc.rcv);
 		}
 		u.state = state_at(&u, k->old, k->used, &crossed);
-		v = level_of(&u);
-		tcpbuf_caps_level(&c, &v, &s);
+		tcpbuf_caps_level(&c, &u, &s);
 		test_log("%s: state %u (want %u), snd %lld (want %lld), rcv %lld (want %lld)",
 			 k->what, u.state, k->want_state, (long long)c.snd, (long long)k->want_snd,
 			 (long long)c.rcv, (long long)k->want_rcv);
@@ -508,8 +524,7 @@ static void sweep_states(void)
 							     "max %llu now %lld", (unsigned long long)max,
 							     (long long)now);
 						if (max) {
-							__s64 eff = tcpbuf_max_effective(
-								max, tcpbuf_sender_reserve(senders[si], max), now);
+							__s64 eff = tcpbuf_max_effective(max, senders[si], now);
 
 							SAME("effective", eff, ref_max_effective(&u, now),
 							     "max %llu now %lld", (unsigned long long)max,
@@ -555,17 +570,15 @@ static void sweep_caps(void)
 				__s64 chunk = tcpbuf_send_chunk(windows[wi]);
 				struct ref_caps rc = { (__s64)1 << 40, (__s64)1 << 40, (__s64)1 << 40, 0, 0 };
 				struct tcpbuf_caps c = TCPBUF_CAPS_NONE;
-				struct tcpbuf_level v = level_of(&u);
 				struct tcpbuf_sock_view s = view_of(unsents[ui], unsents[ui] / 2, chunk);
 
 				u.sockets = counts[ci] / 3;	/* held fewer than counted */
-				v = level_of(&u);
 				SAME("chunk", chunk, ref_send_chunk(windows[wi]), "window %lld",
 				     (long long)windows[wi]);
 				/* two levels: the second tightens what the first gave */
 				for (int lv = 0; lv < 2; lv++) {
 					ref_caps_level(&rc, &u, unsents[ui], unsents[ui] / 2, chunk);
-					tcpbuf_caps_level(&c, &v, &s);
+					tcpbuf_caps_level(&c, &u, &s);
 				}
 				SAME("snd", c.snd, rc.snd, "max %llu used %lld state %u n %lld",
 				     (unsigned long long)max, (long long)used, state, (long long)counts[ci]);
@@ -577,7 +590,7 @@ static void sweep_caps(void)
 				SAME("settled", tcpbuf_caps_settled(&c, ref_snd_ceiling, ref_rcv_ceiling),
 				     ref_settled(&rc), "max %llu used %lld state %u",
 				     (unsigned long long)max, (long long)used, state);
-				SAME("fair", tcpbuf_fair_share(min, pressure, counts[ci], ref_buf_floor),
+				SAME("fair", tcpbuf_fair_share(min, pressure, counts[ci]),
 				     ref_fair_share(&u.limits, counts[ci]), "n %lld", (long long)counts[ci]);
 			}
 		}
@@ -632,7 +645,8 @@ static void sweep_rest(void)
 	for (__s64 before = -2; before <= 40; before++)
 		for (__s64 target = -2; target <= 40; target++)
 			for (int k = 0; k < 4; k++)
-				SAME("sample", tcpbuf_sample_target(before, target, k & 1, k & 2),
+				SAME("sample", tcpbuf_sample_target(before, target, k & 1,
+								    (k & 2) && tcpbuf_sample_may_wait(before, target, k & 1)),
 				     ref_sample_target(before, target, k & 1, k & 2),
 				     "before %lld target %lld", (long long)before, (long long)target);
 	for (size_t p = 0; p < sizeof(thresholds) / sizeof(thresholds[0]); p++)
@@ -647,12 +661,26 @@ static void sweep_rest(void)
 		for (long w = 0; w <= 8 << 20; w += 1 << 19)
 			SAME("bound", tcpbuf_sock_bound_pages(r, 212992, w, 212992),
 			     ref_sock_bound(r, 212992, w, 212992), "%ld %ld", r, w);
+	for (__u64 mx = 0; mx <= 70; mx++)
+		for (__u64 pr = 0; pr <= 72; pr += 3)
+			for (__u64 mn = 0; mn <= 72; mn += 5) {
+				struct tcpbuf_thresholds t = tcpbuf_thresholds_of(mx, pr, mn);
+				__u64 rmn, rpr, rmx;
+
+				ref_thresholds(0, mx, pr, mn, &rmn, &rpr, &rmx);
+				SAME("min", t.min, rmn, "max %llu", (unsigned long long)mx);
+				SAME("pressure", t.pressure, rpr, "max %llu", (unsigned long long)mx);
+				SAME("max", t.max, rmx, "max %llu", (unsigned long long)mx);
+			}
 	for (__u32 g = 0xfffd; g != 0x20003; g++) {
 		__u32 next = tcpbuf_limits_gen_next(g);
 
 		if ((__u16)next == 0 || next == g)
 			SAME("gen", next, g + 1, "gen %u", g);
 	}
+	EXPECT_EQ(tcpbuf_thresholds_of(4096, 0, 0).min, 2048);
+	EXPECT_EQ(tcpbuf_thresholds_of(4096, 0, 0).pressure, 3072);
+	EXPECT_EQ(tcpbuf_thresholds_of(4096, 0, 3500).pressure, 3500);	/* never below min */
 	EXPECT_EQ(tcpbuf_limits_gen_next(0xffff), 0x10001);
 	EXPECT_EQ(tcpbuf_limits_gen_next(5), 6);
 	EXPECT_TRUE(tcpbuf_settled_expired(tcpbuf_settled_clock(16 * 64), 0));
