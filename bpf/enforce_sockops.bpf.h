@@ -38,7 +38,7 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 	struct bpf_sock *bsk;
 	struct tcp_sock *tp;
 	struct sock *sk;
-	struct caps c;
+	struct tcpbuf_caps c;
 	bool established, near_before;
 	int near;
 

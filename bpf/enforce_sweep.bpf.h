@@ -120,7 +120,7 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 	struct sock_charge *sc;
 	struct tcp_sock *tp;
 	struct sock *sk;
-	struct caps c;
+	struct tcpbuf_caps c;
 	bool armed, near;
 	int counted;
 
