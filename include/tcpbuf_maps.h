@@ -86,7 +86,7 @@ struct cgroup_usage {
 	__s64 usage_pages;	/* pages charged by TCP sockets in this subtree now */
 	__s64 peak_pages;	/* highest usage_pages seen since the entry was created */
 	__u32 state;		/* enum tcpbuf_state, written by the enforcement side */
-	/* Usage came within ingress's reach of max (max_watch_point(),
+	/* Usage came within ingress's reach of max (watch_point, tcpbuf_policy.h;
 	 * charge.bpf.h): set by the charge that came there, which bumps
 	 * enforce_ctl.state_gen so no socket's ingress keeps trusting an
 	 * older look (sock_charge.max_clear_gen); cleared well below it. */
