@@ -79,9 +79,9 @@ static __always_inline void caps_level(struct tcpbuf_caps *c, const struct cgrou
 }
 
 /*
- * Walks up a socket's cgroup ancestry run under bpf_loop(): the verifier
- * checks the body once, where an unrolled walk of TCPBUF_MAX_DEPTH levels
- * with branches in each would blow its instruction budget. The ancestry is
+ * Walks up a socket's cgroup ancestry run under bpf_loop(), whose body the
+ * verifier checks once (unrolled, TCPBUF_MAX_DEPTH levels would not fit its
+ * budget). The ancestry is
  * the one cached in the socket's sock_charge entry (charge.bpf.h): the
  * programs that size a socket make it for a socket with a limited ancestor,
  * since a socket walked at establishment is walked again at every count,
@@ -213,11 +213,9 @@ static __always_inline bool ancestry_has_limits(struct sock *sk, const struct so
 /*
  * Tighten the caps *@c by those of every limited ancestor of the socket
  * whose entry is @sc; whether one of them is near (1): the socket is then
- * armed, capped and followed segment by segment. A global function: the
- * verifier checks it once, alone, and its callers see *@c and the result as
- * unknown values; the starting caps come from the caller through memory,
- * since constants compared with a level's constants (0 at max) made the
- * verifier track every combination through the callback's loop.
+ * armed, capped and followed segment by segment. Global, with the starting
+ * caps passed through memory, so that the verifier checks it once with *@c
+ * unknown instead of once per combination of constants its callers give.
  * @unsent, @rmem, @chunk: the socket's unsent bytes, receive memory and
  * send chunk.
  */

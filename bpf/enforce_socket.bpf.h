@@ -42,8 +42,8 @@ static __always_inline int cb_flags_wanted(int flags, bool armed, bool limited)
  * Apply caps to one socket. @ctx is what bpf_setsockopt wants in the calling
  * program type (struct bpf_sock_ops * or the socket itself in iter/tcp).
  * SO_*BUF take half the size: the kernel doubles the value.
- * A macro, not an inline function: clang lays out the function's stack so
- * that the verifier walks many more states in enforce_sockops.
+ * A macro, not an inline function, whose stack layout makes the verifier
+ * walk many more states in enforce_sockops.
  */
 #define caps_apply(ctx, sk, c, se) ({						\
 	__s64 snd_ = sndbuf_target(sk, c, se), rcv_ = rcvbuf_target(sk, c, se);	\
