@@ -116,7 +116,7 @@ static __always_inline bool tcp_would_queue(struct sock *sk, const struct tcp_so
  * (a crossing of pressure is seen by that charge, as by any other), in exact
  * mode the kernel's charge does. This keeps ingress at a few lookups per
  * segment everywhere but right under max, in pressure too. *@clear: every
- * level is also below its watch point (tcpbuf_max_clear()), so the next
+ * level is also below its watch point (struct tcpbuf_zones), so the next
  * segments may trust this look until enforce_ctl.state_gen moves.
  */
 static __always_inline bool ingress_near_max(const struct sock_charge *sc, __u32 levels,
@@ -128,6 +128,7 @@ static __always_inline bool ingress_near_max(const struct sock_charge *sc, __u32
 	*clear = true;
 	for (i = 0; i < TCPBUF_MAX_DEPTH; i++) {
 		struct cgroup_usage *u;
+		struct tcpbuf_zones z;
 		__u64 id;
 
 		if (i >= n)
@@ -143,9 +144,10 @@ static __always_inline bool ingress_near_max(const struct sock_charge *sc, __u32
 		}
 		if (!u->limits.max_pages)
 			continue;
-		if (tcpbuf_near_max(u->state, u->usage_pages + extra, u->limits.max_pages))
+		z = tcpbuf_zones_of(u->limits.max_pages);
+		if (u->state == TCPBUF_STATE_MAX || u->usage_pages + extra >= z.reserve_point)
 			return true;
-		if (!tcpbuf_max_clear(u->max_watch, u->usage_pages + extra, u->limits.max_pages))
+		if (u->max_watch || u->usage_pages + extra >= z.watch_point)
 			*clear = false;
 	}
 	return false;

@@ -229,20 +229,6 @@ TCPBUF_POLICY __u32 tcpbuf_max_watch_next(__u32 watch, __s64 now, __s64 max)
 
 #define TCPBUF_INGRESS_TRUST_PAGES	32	/* a segment and the backlog before it */
 
-/* Whether a level at @usage (with @extra pages to come) in @state could refuse
- * anything: at max, or from reserve_point on. */
-TCPBUF_POLICY bool tcpbuf_near_max(__u32 state, __s64 usage, __s64 max)
-{
-	return state == TCPBUF_STATE_MAX || usage >= tcpbuf_reserve_point(max);
-}
-
-/* Whether a level stays clear of max_watch at @usage: ingress may then trust
- * its look until the host's state generation moves. */
-TCPBUF_POLICY bool tcpbuf_max_clear(__u32 watch, __s64 usage, __s64 max)
-{
-	return !watch && !tcpbuf_watch_reached(usage, max);
-}
-
 /*
  * Whether ingress refuses a segment that takes usage to @want at a level
  * whose max is @max and effective max @effective. A socket with nothing
@@ -255,7 +241,7 @@ TCPBUF_POLICY bool tcpbuf_ingress_refuses(__s64 want, __s64 effective, __s64 max
 {
 	if (want <= effective)
 		return false;
-	return !(rmem == 0 && want <= max + (max >> 5));
+	return !(rmem == 0 && want <= tcpbuf_zones_of(max).slack_end);
 }
 
 /* ----------------------------------------------------------- near and far */
