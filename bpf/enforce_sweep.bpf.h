@@ -29,7 +29,8 @@ __u32 sweep_targeted;
  * iter/cgroup (>= 6.1; sweep_by_pointer), else its cgroup id. By address,
  * target_collect() below fills the table with each changed cgroup's subtree
  * and a socket is looked up by the pointer it carries, without reading its
- * cgroup and the cgroup's kernfs node, two cold lines per socket. By id, the daemon fills it from its view of the tree.
+ * cgroup and the cgroup's kernfs node, two cold lines per socket. By id,
+ * the daemon fills it from its view of the tree.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

@@ -391,9 +391,9 @@ TCPBUF_POLICY void tcpbuf_caps_level(struct tcpbuf_caps *c, const struct cgroup_
 	if (l->max_pages) {
 		bool to_pressure = state == TCPBUF_STATE_NORMAL && l->pressure_pages;
 		__s64 target = to_pressure ? l->pressure_pages : l->max_pages - reserve;
+		__s64 to_max = l->max_pages - reserve;
 		__s64 share = tcpbuf_headroom_share(target, used, n);
-		__s64 rcv_share = to_pressure ? tcpbuf_headroom_share(l->max_pages - reserve, used, n)
-					      : share;
+		__s64 rcv_share = to_pressure ? tcpbuf_headroom_share(to_max, used, n) : share;
 
 		c->room = tcpbuf_min_s64(c->room, tcpbuf_min_s64(share, rcv_share));
 		share -= s->chunk;
