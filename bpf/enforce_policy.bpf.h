@@ -411,14 +411,7 @@ static __always_inline void notice_user_change(struct sock *sk, struct sock_enfo
 static __always_inline __s64 sndbuf_target(struct sock *sk, const struct tcpbuf_caps *c,
 					   const struct sock_enforce *se)
 {
-	struct tcpbuf_buf_view b = {
-		.cur = sk->sk_sndbuf,
-		.user = se->user_sndbuf,
-		.user_locked = se->user_locks & TCPBUF_SNDBUF_LOCK,
-		.owned = se->flags & TCPBUF_SE_SNDBUF_SET,
-	};
-
-	return tcpbuf_sndbuf_target(c, &b, se->state, sk->sk_wmem_queued, sndbuf_ceiling,
+	return tcpbuf_sndbuf_target(c, se, sk->sk_sndbuf, sk->sk_wmem_queued, sndbuf_ceiling,
 				    sndbuf_initial);
 }
 
@@ -426,14 +419,7 @@ static __always_inline __s64 sndbuf_target(struct sock *sk, const struct tcpbuf_
 static __always_inline __s64 rcvbuf_target(struct sock *sk, const struct tcpbuf_caps *c,
 					   const struct sock_enforce *se)
 {
-	struct tcpbuf_buf_view b = {
-		.cur = sk->sk_rcvbuf,
-		.user = se->user_rcvbuf,
-		.user_locked = se->user_locks & TCPBUF_RCVBUF_LOCK,
-		.owned = se->flags & TCPBUF_SE_RCVBUF_SET,
-	};
-
-	return tcpbuf_rcvbuf_target(c, &b, rcvbuf_ceiling);
+	return tcpbuf_rcvbuf_target(c, se, sk->sk_rcvbuf, rcvbuf_ceiling);
 }
 
 /*

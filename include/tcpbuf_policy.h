@@ -417,56 +417,48 @@ TCPBUF_POLICY void tcpbuf_caps_level(struct tcpbuf_caps *c, const struct cgroup_
 
 /* ------------------------------------------------------- buffer targets */
 
-/* What the socket's application and tcpbufd did to one of its buffers. */
-struct tcpbuf_buf_view {
-	__s64 cur;		/* sk_sndbuf or sk_rcvbuf now */
-	__s64 user;		/* the application's own size, if @user_locked */
-	bool user_locked;
-	bool owned;		/* tcpbufd set it (TCPBUF_SE_*BUF_SET) */
-};
-
 /*
- * The sk_sndbuf the socket should have under caps @c: limits gone, give it
- * back (@ceiling, or the application's); first sight, lock it at least at
- * @initial; back to normal from @was_state, lift it; a writer keeping it
- * half full (@wmem_queued), grow it; never past the cap.
+ * The sk_sndbuf a socket whose enforcement record is @se and whose sk_sndbuf
+ * is @cur should have under caps @c: limits gone, give it back (@ceiling, or
+ * the application's); first sight, lock it at least at @initial; back to
+ * normal, lift it; a writer keeping it half full (@wmem_queued), grow it;
+ * never past the cap. Each field is read where it decides.
  */
-TCPBUF_POLICY __s64 tcpbuf_sndbuf_target(const struct tcpbuf_caps *c,
-					 const struct tcpbuf_buf_view *b, __u32 was_state,
-					 __s64 wmem_queued, __s64 ceiling, __s64 initial)
+TCPBUF_POLICY __s64 tcpbuf_sndbuf_target(const struct tcpbuf_caps *c, const struct sock_enforce *se,
+					 __s64 cur, __s64 wmem_queued, __s64 ceiling, __s64 initial)
 {
 	__s64 want;
 
 	if (!c->limited)
-		return b->user_locked ? b->user : ceiling;
-	if (b->user_locked)
-		want = b->user;
-	else if (!b->owned)
-		want = tcpbuf_max_s64(b->cur, initial);
-	else if (c->state == TCPBUF_STATE_NORMAL && was_state != TCPBUF_STATE_NORMAL)
+		return (se->user_locks & TCPBUF_SNDBUF_LOCK) ? se->user_sndbuf : ceiling;
+	if (se->user_locks & TCPBUF_SNDBUF_LOCK)
+		want = se->user_sndbuf;
+	else if (!(se->flags & TCPBUF_SE_SNDBUF_SET))
+		want = tcpbuf_max_s64(cur, initial);
+	else if (c->state == TCPBUF_STATE_NORMAL && se->state != TCPBUF_STATE_NORMAL)
 		want = ceiling;
-	else if (wmem_queued >= b->cur >> 1)
-		want = tcpbuf_min_s64(b->cur * 2, ceiling);
+	else if (wmem_queued >= cur >> 1)
+		want = tcpbuf_min_s64(cur * 2, ceiling);
 	else
-		want = b->cur;
+		want = cur;
 	return tcpbuf_min_s64(want, c->snd);
 }
 
-/* The sk_rcvbuf the socket should have; -1 leaves it alone: below its cap, a
- * socket tcpbufd never set keeps the kernel's autotuning, and without
+/* The sk_rcvbuf it should have (@cur now); -1 leaves it alone: below its cap,
+ * a socket tcpbufd never set keeps the kernel's autotuning, and without
  * limits only what tcpbufd set goes back (to @ceiling or the application's). */
-TCPBUF_POLICY __s64 tcpbuf_rcvbuf_target(const struct tcpbuf_caps *c,
-					 const struct tcpbuf_buf_view *b, __s64 ceiling)
+TCPBUF_POLICY __s64 tcpbuf_rcvbuf_target(const struct tcpbuf_caps *c, const struct sock_enforce *se,
+					 __s64 cur, __s64 ceiling)
 {
 	__s64 cap = ceiling;
 
-	if (!c->limited && !b->owned)
+	if (!c->limited && !(se->flags & TCPBUF_SE_RCVBUF_SET))
 		return -1;
-	if (b->user_locked)
-		cap = b->user;
+	if (se->user_locks & TCPBUF_RCVBUF_LOCK)
+		cap = se->user_rcvbuf;
 	if (c->limited)
 		cap = tcpbuf_min_s64(cap, c->rcv);
-	if (b->cur > cap || b->owned)
+	if (cur > cap || (se->flags & TCPBUF_SE_RCVBUF_SET))
 		return cap;
 	return -1;
 }

@@ -614,23 +614,16 @@ static void sweep_buffers(void)
 		struct ref_sock sk = { .sndbuf = sizes[a], .rcvbuf = sizes[a], .wmem_queued = sizes[b] };
 		struct ref_caps rc = { caps[k], caps[k], 0, st, flags & 1 };
 		struct tcpbuf_caps c = { caps[k], caps[k], 0, st, flags & 1 };
-		struct tcpbuf_buf_view snd, rcv;
 
 		sk.se.flags = (flags & 2 ? TCPBUF_SE_SNDBUF_SET | TCPBUF_SE_RCVBUF_SET : 0);
 		sk.se.user_locks = flags & 4 ? TCPBUF_SNDBUF_LOCK | TCPBUF_RCVBUF_LOCK : 0;
 		sk.se.user_sndbuf = sk.se.user_rcvbuf = 30000;
 		sk.se.state = flags & 8 ? TCPBUF_STATE_PRESSURE : TCPBUF_STATE_NORMAL;
-		snd = (struct tcpbuf_buf_view){ .cur = sk.sndbuf, .user = sk.se.user_sndbuf,
-						.user_locked = sk.se.user_locks & TCPBUF_SNDBUF_LOCK,
-						.owned = sk.se.flags & TCPBUF_SE_SNDBUF_SET };
-		rcv = (struct tcpbuf_buf_view){ .cur = sk.rcvbuf, .user = sk.se.user_rcvbuf,
-						.user_locked = sk.se.user_locks & TCPBUF_RCVBUF_LOCK,
-						.owned = sk.se.flags & TCPBUF_SE_RCVBUF_SET };
-		SAME("sndbuf", tcpbuf_sndbuf_target(&c, &snd, sk.se.state, sk.wmem_queued,
+		SAME("sndbuf", tcpbuf_sndbuf_target(&c, &sk.se, sk.sndbuf, sk.wmem_queued,
 						      ref_snd_ceiling, ref_initial),
 		     ref_sndbuf_target(&sk, &rc), "cur %lld cap %lld flags %d", (long long)sizes[a],
 		     (long long)caps[k], flags);
-		SAME("rcvbuf", tcpbuf_rcvbuf_target(&c, &rcv, ref_rcv_ceiling),
+		SAME("rcvbuf", tcpbuf_rcvbuf_target(&c, &sk.se, sk.rcvbuf, ref_rcv_ceiling),
 		     ref_rcvbuf_target(&sk, &rc), "cur %lld cap %lld flags %d", (long long)sizes[a],
 		     (long long)caps[k], flags);
 		SAME("differs", tcpbuf_buf_differs(sizes[a], sizes[b], flags & 2),
