@@ -459,7 +459,7 @@ static int verify_one(const char *path, const char *name, int nset, char **setti
 	struct bpf_object *obj = bpf_object__open_file(path, NULL);
 	struct bpf_program *prog;
 	struct bpf_map *map;
-	const char *s;
+	const char *s, *stack;
 	double start;
 	int err;
 
@@ -480,11 +480,23 @@ static int verify_one(const char *path, const char *name, int nset, char **setti
 	start = mono_sec();
 	err = bpf_object__load(obj);
 	s = strstr(log, "processed");
-	if (err)
+	stack = strstr(log, "stack depth ");
+	if (stack)
+		stack += strlen("stack depth ");
+	if (err) {
+		size_t len = strlen(log);
+		const char *tail = len > 600 ? log + len - 600 : log;
+
+		/* The verifier's last words: its reason (a statistics-only log
+		 * still holds it). */
+		fprintf(stderr, "%s: verifier: %s\n", name, tail);
 		printf("%s: refused: %s\n", name, strerror(-err));
+	}
 	else
-		printf("%s: %.*s load_ms %.0f\n", name, s ? (int)strcspn(s, "\n") : 15,
-		       s ? s : "(no statistics)", (mono_sec() - start) * 1e3);
+		printf("%s: %.*s load_ms %.0f stack_depth %.*s\n", name,
+		       s ? (int)strcspn(s, "\n") : 15, s ? s : "(no statistics)",
+		       (mono_sec() - start) * 1e3, stack ? (int)strcspn(stack, "\n") : 1,
+		       stack ? stack : "?");
 	bpf_object__close(obj);
 	return err ? 1 : 0;
 }

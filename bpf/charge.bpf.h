@@ -17,9 +17,6 @@
 #include "enforce_maps.bpf.h"
 #include <bpf/bpf_core_read.h>
 
-#define TCPBUF_PAGE_SHIFT	12
-#define TCPBUF_PAGE_SIZE	(1 << TCPBUF_PAGE_SHIFT)
-
 #ifndef AF_INET
 #define AF_INET		2
 #define AF_INET6	10
@@ -76,120 +73,34 @@ static __always_inline bool near_linked(void)
 	return ctl && ctl->near_linked;
 }
 
-/*
- * Room kept back below max for the skb each writer of the subtree may start
- * when its queue empties, whatever its sk_sndbuf (TCP forces memory for the
- * first skb of an empty send queue): one 64 KiB skb per writer counted in
- * the cgroup's entry, at most a quarter of max so a subtree of many writers
- * still receives. Max is in effect reached that much earlier.
- */
-static __always_inline __s64 sender_reserve_of(const struct cgroup_usage *u)
-{
-	__s64 senders = u->established.senders;
-	__s64 r = senders > 0 ? senders * TCPBUF_SENDER_RESERVE_PAGES : 0;
-	__s64 quarter = u->limits.max_pages >> 2;
+/* The zones, states and their hysteresis are the policy's (tcpbuf_policy.h):
+ * here they are read from the usage entry and applied. */
 
-	return r < quarter ? r : quarter;
-}
-
-/* Usage below which the writers' reserve (at most max/4) cannot matter,
- * with a margin of a segment and 1/64 of max. */
-static __always_inline __s64 reserve_point(__s64 max)
-{
-	return max - (max >> 2) - (max >> 6) - 16;
-}
-
-/*
- * Below this, ingress may trust its last look at a level's usage
- * (ingress_check()): a margin under the point where refusal can start, for
- * what sockets accept between the charge that crosses it and their next
- * look at enforce_ctl.state_gen (a segment in flight per CPU, each with at
- * most TCPBUF_INGRESS_TRUST_PAGES before it): 1/16 of max and 256 KiB. A max
- * under 120 pages is always watched.
- */
-#define TCPBUF_INGRESS_TRUST_PAGES	32	/* a segment and the backlog before it */
-
-static __always_inline __s64 max_watch_point(__s64 max)
-{
-	return reserve_point(max) - (max >> 4) - 64;
-}
-
-/* Keep max_watch (struct cgroup_usage) as usage @now has it: set where
- * usage reaches the watch point, with a bump of state_gen that ends every
- * socket's trust; cleared only 1/32 of max below it, so a cgroup hovering
- * there does not bump the generation (and unsettle the host's settled
- * caps, enforce_policy.bpf.h) at every charge. */
+/* Keep max_watch (struct cgroup_usage) as usage @now has it: set with a bump
+ * of state_gen that ends every socket's trust in ingress's last look. */
 static __always_inline void max_watch_update(struct cgroup_usage *u, __s64 now)
 {
-	__s64 max = u->limits.max_pages, point;
+	__s64 max = u->limits.max_pages;
 	__u32 watch = u->max_watch;
 	struct tcpbuf_enforce_ctl *ctl;
+	struct tcpbuf_zones z;
 
 	if (!max)
 		return;
-	point = max_watch_point(max);
-	if (!watch && now >= point) {
+	z = tcpbuf_zones_of(max);
+	if (!watch && now >= z.watch_point) {
 		if (__sync_bool_compare_and_swap(&u->max_watch, 0, 1) &&
 		    (ctl = enforce_ctl_get()))
 			__sync_fetch_and_add(&ctl->state_gen, 1);
-	} else if (watch && now < point - (max >> 5) - 16) {
+	} else if (watch && now < z.watch_clear) {
 		__sync_bool_compare_and_swap(&u->max_watch, 1, 0);
 	}
 }
 
-/* Max as ingress applies it, at usage @now: less the writers' reserve, where
- * that can matter. */
+/* Max as ingress and the state machine apply it at usage @now. */
 static __always_inline __s64 max_effective(const struct cgroup_usage *u, __s64 now)
 {
-	__s64 max = u->limits.max_pages;
-
-	if (now < reserve_point(max))
-		return max;
-	return max - sender_reserve_of(u);
-}
-
-/*
- * Where a cgroup at max leaves it. Refusal at ingress keeps usage within one
- * segment under max, so "back under max" needs a margin, or a cgroup held at
- * max would flap between max and pressure with every segment: the larger of
- * a 64 KiB segment and 1/64 of max.
- */
-static __always_inline __s64 max_exit_pages(__s64 max)
-{
-	__s64 margin = max >> 6 > 16 ? max >> 6 : 16;
-
-	return margin < max ? max - margin : 0;
-}
-
-/*
- * The state a cgroup moves to from @old at usage @now, as net.ipv4.tcp_mem
- * behaves: pressure is entered at `pressure` and left only below `min` (the
- * hysteresis); max is entered at @max, the effective max (or when ingress
- * refuses a segment that would pass it) and left for pressure once usage is
- * back under it by the margin above. A threshold of 0 is not set. *@crossed
- * gets the threshold that decided a change.
- */
-static __always_inline __u32 cgroup_next_state(__u32 old, __s64 now, __s64 max,
-					       const struct cgroup_limits *l, __u64 *crossed)
-{
-	__u64 pressure = l->pressure_pages;
-	__u64 min = l->min_pages ? l->min_pages : pressure;
-
-	if (max > 0 && (now >= max ||
-			(old == TCPBUF_STATE_MAX && now >= max_exit_pages(max)))) {
-		*crossed = max;
-		return TCPBUF_STATE_MAX;
-	}
-	if (old == TCPBUF_STATE_NORMAL) {
-		*crossed = pressure;
-		return pressure && now >= (__s64)pressure ? TCPBUF_STATE_PRESSURE : old;
-	}
-	if (!pressure || now < (__s64)min) {
-		*crossed = pressure ? min : max;
-		return TCPBUF_STATE_NORMAL;
-	}
-	*crossed = max;
-	return TCPBUF_STATE_PRESSURE;
+	return tcpbuf_max_effective(u->limits.max_pages, u->established.senders, now);
 }
 
 /* Whether the cgroup of this usage entry has limits, by its copy of them
@@ -218,8 +129,8 @@ static __always_inline void cgroup_state_update(__u64 id, struct cgroup_usage *u
 		return;
 	}
 	max_watch_update(usage, now);
-	new = cgroup_next_state(old, now, l->max_pages ? max_effective(usage, now) : 0, l,
-				&crossed);
+	new = tcpbuf_next_state(old, now, l->max_pages ? max_effective(usage, now) : 0,
+				l->pressure_pages, l->min_pages, &crossed);
 	if (new == old || !__sync_bool_compare_and_swap(&usage->state, old, new))
 		return;
 	ctl = enforce_ctl_get();
@@ -310,8 +221,7 @@ static __always_inline void charge_one_cgroup(struct sock_charge *sc, __u32 i, _
 	if (now > usage->peak_pages)
 		usage->peak_pages = now;
 	/* The entry's copy of its limits, on the line read with usage, tells
-	 * an unlimited cgroup: no need to ask enforce_ctl first (measured:
-	 * no difference either way, docs/PERFORMANCE.md). */
+	 * an unlimited cgroup: no need to ask enforce_ctl first. */
 	cgroup_state_update(id, usage, now);
 }
 
@@ -481,8 +391,7 @@ static long charge_level(__u64 i, void *ctx)
 /* Charge the socket's cgroup and every ancestor below the root, as memcg does:
  * parents' usage includes their children's. The first two levels (a
  * container's own cgroup and its slice, often all there is) are charged
- * without the loop: its call and spills made a charging send_length in
- * TCP_RR 62-67 ns instead of 41-42 (clock included). */
+ * without the loop, whose call and spills cost more than the charge. */
 #define CHARGE_INLINE_LEVELS	2
 
 static __always_inline void charge_hierarchy(struct sock_charge *sc, __s64 pages,
@@ -588,66 +497,45 @@ static __always_inline void sock_uncount_destroyed(struct sock *sk)
 }
 
 /*
- * What a sample at a syscall or a segment leaves charged: a footprint that
- * shrank keeps its last page. A socket in request/response traffic holds one
- * page after each send and none after each receive, so without this every
- * sample would be a charge or an uncharge of the whole ancestry; the kernel
- * keeps the same page in sk_forward_alloc (and memcg in its per-CPU stock)
- * for the same reason.
- *
- * A small shrink of a socket whose caps are settled waits too (less than
- * TCPBUF_SAMPLE_SLACK_PAGES): settled means every limited ancestor far from
- * the thresholds that would change its caps, and no state change since
- * (enforce_policy.bpf.h). In a stream a reader's every recvmsg frees a few
- * pages and the next segment brings them back; the uncharge, the first
- * touch of the ancestry's usage in the reader's kernel entry, was most of
- * recv_length there (~150 of ~175 ns, docs/PERFORMANCE.md). The next sample
- * that moves the charge (the segment's, at ingress) makes it exact again. A
- * cgroup flapping at a threshold changes state all the time: its sockets
- * get no slack, and it is not held in pressure by one.
- *
- * Destruction and the reconcile pass (every SampleIntervalMs and before every
- * status) set the exact footprint. In between a socket's charge is what it
- * held at some moment since the last pass, at most the slack above what it
- * holds now; never less than it holds, so only usage that is really held
- * can be refused.
+ * What a sample at a syscall or a segment leaves charged: the policy's
+ * tcpbuf_sample_target(). A small shrink waits only while the socket's caps
+ * are settled, every limited ancestor far from the thresholds that would
+ * change them and no state change since (enforce_policy.bpf.h); a cgroup
+ * flapping at a threshold gives its sockets no slack, so none holds it in
+ * pressure. Destruction and the reconcile pass (every SampleIntervalMs and
+ * before every status) set the exact footprint; in between a socket's charge
+ * is at most the slack above what it holds, never below.
  */
-#define TCPBUF_SAMPLE_KEEP_PAGES	1
-#define TCPBUF_SAMPLE_SLACK_PAGES	8
-
 enum sample_kind {
 	SAMPLE_EXACT,	/* reconcile, sweep, destruction: the footprint as it is */
 	SAMPLE_LAZY,	/* syscalls and segments: small shrinks wait, none below the kept page */
 };
 
-/* Whether a shrink of @pages may wait (above). */
-static __always_inline bool sample_shrink_waits(const struct sock_enforce *se, __s64 pages)
+/* Whether the socket's caps are settled at the host's current state. */
+static __always_inline bool sample_settled(const struct sock_enforce *se)
 {
 	struct tcpbuf_enforce_ctl *ctl;
 
-	if (pages >= TCPBUF_SAMPLE_SLACK_PAGES || !(se->flags & TCPBUF_SE_SETTLED))
+	if (!(se->flags & TCPBUF_SE_SETTLED))
 		return false;
 	ctl = enforce_ctl_get();
 	return ctl && (__u16)ctl->state_gen == se->state_gen;
 }
 
 /* The charge a sample of @kind leaves where @before is charged in the entry
- * @sc and the footprint is @target (see above). */
+ * @sc and the footprint is @target. */
 static __always_inline __s64 sample_target(const struct sock_charge *sc, __s64 before,
 					   __s64 target, enum sample_kind kind)
 {
-	__s64 keep;
+	bool exact = kind == SAMPLE_EXACT;
 
-	if (kind == SAMPLE_EXACT || target >= before)
-		return target;
-	if (sample_shrink_waits(&sc->enforce, before - target))
-		return before;
-	keep = before < TCPBUF_SAMPLE_KEEP_PAGES ? before : TCPBUF_SAMPLE_KEEP_PAGES;
-	return target < keep ? keep : target;
+	return tcpbuf_sample_target(before, target, exact,
+				    tcpbuf_sample_may_wait(before, target, exact) &&
+				    sample_settled(&sc->enforce));
 }
 
 /* Sampled mode: make the charge of the socket whose entry is @sc its
- * footprint now (see above). The exchange makes concurrent samplers of one
+ * footprint now (above). The exchange makes concurrent samplers of one
  * socket apply consistent deltas; a sample that changes nothing costs no
  * atomic. */
 static __always_inline void sample_charge_to(struct sock_charge *sc, __s64 target,
@@ -677,10 +565,8 @@ static __always_inline void sample_socket_to(struct sock *sk, __s64 target,
 
 /*
  * The socket's entry as bpf_sk_storage_get() finds it, with plain loads: the
- * socket's storage, then the slot of its lookup cache this map owns. The
- * helper's call and its own lookup code were a third of a per-syscall
- * sampler's first lookup in its kernel entry here (~100 ns against ~60 this
- * way, docs/PERFORMANCE.md). Read-only (the verifier types it as kernel
+ * socket's storage, then the slot of its lookup cache this map owns, without
+ * the helper's call and its own lookup code. Read-only (the verifier types it as kernel
  * memory): it tells whether anything needs writing, and a write takes the
  * entry from the helper. *@sure is false when the slot holds another map's
  * entry (the 16 slots are shared by every socket-storage map of the host):

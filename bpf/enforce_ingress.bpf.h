@@ -43,8 +43,9 @@ extern void *bpf_cast_to_kern_ctx(void *obj) __ksym __weak;
  * Ingress refusal at max. Only segments with payload are refused: ACKs, SYNs
  * and bare FINs pass, so the connection itself never stalls. A refused
  * segment never reaches TCP; the peer keeps it and sends it again, so
- * nothing is lost. A socket with nothing queued is not refused (up to a
- * slack of max/32), so a full cgroup cannot starve a reader.
+ * nothing is lost. A socket with nothing queued is not refused (up to
+ * slack_end, tcpbuf_ingress_refuses()), so a full cgroup cannot starve a
+ * reader.
  */
 struct ingress_walk {
 	struct ancestry a;
@@ -63,9 +64,8 @@ struct ingress_walk {
 static long ingress_walk_level(__u64 i, void *ctx)
 {
 	struct ingress_walk *w = ctx;
-	const struct cgroup_limits *l;
 	struct cgroup_usage *u;
-	__s64 want, max;
+	__s64 want;
 	__u64 id;
 
 	if (!walk_level(&w->a, i, &id))
@@ -74,28 +74,14 @@ static long ingress_walk_level(__u64 i, void *ctx)
 	u = bpf_map_lookup_elem(&cgroup_usage, &id);
 	if (!u || !u->limits.max_pages)
 		return 0;
-	l = &u->limits;
 	want = u->usage_pages + w->pages;
-	max = max_effective(u, want);
-	if (want > max) {
-		/* A socket with nothing queued still gets the segment, up to
-		 * a small slack past max (the kernel forces memory for an
-		 * empty queue too): refused, its peer backs off its
-		 * retransmission timer, and while other sockets keep the
-		 * cgroup full it might not get a turn for minutes. */
-		/* Measured from max itself, not from max less the
-		 * writers' reserve: with both ends inside, what the writers
-		 * already queued counts in usage and can only drain through
-		 * such sockets; a bound under it refused it for good. */
-		if (w->rmem == 0 && want <= (__s64)l->max_pages + (__s64)(l->max_pages >> 5))
-			return 0;
-		__sync_fetch_and_add(&u->failcnt, 1);
-		/* Refusing is being at max, though usage stays just under it. */
-		cgroup_state_update(id, u, want);
-		w->refused = true;
-		return 1;
-	}
-	return 0;
+	if (!tcpbuf_ingress_refuses(want, max_effective(u, want), u->limits.max_pages, w->rmem))
+		return 0;
+	__sync_fetch_and_add(&u->failcnt, 1);
+	/* Refusing is being at max, though usage stays just under it. */
+	cgroup_state_update(id, u, want);
+	w->refused = true;
+	return 1;
 }
 
 /* Whether the segment carries anything TCP has not received yet. */
@@ -130,7 +116,7 @@ static __always_inline bool tcp_would_queue(struct sock *sk, const struct tcp_so
  * (a crossing of pressure is seen by that charge, as by any other), in exact
  * mode the kernel's charge does. This keeps ingress at a few lookups per
  * segment everywhere but right under max, in pressure too. *@clear: every
- * level is also below its watch point (max_watch_point()), so the next
+ * level is also below its watch point (struct tcpbuf_zones), so the next
  * segments may trust this look until enforce_ctl.state_gen moves.
  */
 static __always_inline bool ingress_near_max(const struct sock_charge *sc, __u32 levels,
@@ -142,6 +128,7 @@ static __always_inline bool ingress_near_max(const struct sock_charge *sc, __u32
 	*clear = true;
 	for (i = 0; i < TCPBUF_MAX_DEPTH; i++) {
 		struct cgroup_usage *u;
+		struct tcpbuf_zones z;
 		__u64 id;
 
 		if (i >= n)
@@ -157,11 +144,10 @@ static __always_inline bool ingress_near_max(const struct sock_charge *sc, __u32
 		}
 		if (!u->limits.max_pages)
 			continue;
-		if (u->state == TCPBUF_STATE_MAX ||
-		    u->usage_pages + extra >= reserve_point(u->limits.max_pages))
+		z = tcpbuf_zones_of(u->limits.max_pages);
+		if (u->state == TCPBUF_STATE_MAX || u->usage_pages + extra >= z.reserve_point)
 			return true;
-		if (u->max_watch ||
-		    u->usage_pages + extra >= max_watch_point(u->limits.max_pages))
+		if (u->max_watch || u->usage_pages + extra >= z.watch_point)
 			*clear = false;
 	}
 	return false;
@@ -229,8 +215,7 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 	}
 	/* Every limited level was clear of max at its last look and no
 	 * cgroup's usage has come near max since (nor any state or limit
-	 * changed): nothing to look up. The lookups were ~110 of a segment's
-	 * ~145 ns here. Read before the look that may renew the trust, so a
+	 * changed): nothing to look up. Read before the look that may renew the trust, so a
 	 * charge crossing meanwhile leaves it stale. */
 	gen = *(volatile __u32 *)&ctl->state_gen;
 	if (gen && sc->max_clear_gen == gen && w.pages <= TCPBUF_INGRESS_TRUST_PAGES) {

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * How big one socket's buffers may be, from the state of every ancestor of
- * its cgroup that has limits. Used by the sock_ops callbacks (new sockets and
+ * its cgroup that has limits: the values are looked up here, the caps come
+ * from the policy (tcpbuf_caps_level(), tcpbuf_policy.h) and are applied
+ * by the callers. Used by the sock_ops callbacks (new sockets and
  * every incoming segment of a socket in a limited subtree) and by the
  * iter/tcp sweep (existing sockets, right after a state change), so both
  * apply the same caps.
@@ -41,36 +43,8 @@ const volatile __u32 accounting_mode = TCPBUF_MODE_SAMPLED;
 const volatile __s32 sndbuf_ceiling = 8 << 20;	/* 2 x net.core.wmem_max: most SO_SNDBUF gives */
 const volatile __s32 rcvbuf_ceiling = 8 << 20;	/* 2 x net.core.rmem_max */
 const volatile __s32 sndbuf_initial = 16 << 10;	/* where a new limited socket starts */
-const volatile __s32 buf_floor = 16 << 10;	/* in pressure, no sndbuf cap goes below this */
-const volatile __s32 rcvbuf_floor = 64 << 10;	/* nor an rcvbuf cap: windows below a
-						 * segment make peers split them */
 /* The most one socket can hold (tcpbuf_near_next()), in pages. */
 const volatile __u64 sock_bound_pages = 2624;
-
-#define CAP_NONE	((__s64)1 << 40)
-
-struct caps {
-	__s64 snd;	/* ceiling for sk_sndbuf, bytes (0: minimal) */
-	__s64 rcv;	/* ceiling for sk_rcvbuf, bytes; CAP_NONE: leave to autotuning */
-	__s64 room;	/* the least share of a headroom any level's guards gave it */
-	__u32 state;	/* strictest state among the limited ancestors */
-	bool limited;	/* some ancestor has limits */
-};
-
-static __always_inline __s64 min_s64(__s64 a, __s64 b) { return a < b ? a : b; }
-static __always_inline __s64 max_s64(__s64 a, __s64 b) { return a > b ? a : b; }
-
-/* The largest skb tcp_sendmsg may still fill past sk_sndbuf: the size goal,
- * bounded by half the peer's largest window and by 64 KiB, plus the skb's
- * own overhead. */
-static __always_inline __s64 send_chunk_bytes(const struct tcp_sock *tp)
-{
-	__s64 goal = tp->max_window / 2;
-
-	if (goal <= 0 || goal > 65536)
-		goal = 65536;
-	return goal + 2048;
-}
 
 /*
  * The part of the send queue not yet sent, in truesize: what stays queued
@@ -95,116 +69,19 @@ static __always_inline __s64 unsent_bytes(const struct sock *sk, const struct tc
 	return wmem * unsent / queued;
 }
 
-/*
- * In pressure each socket of the subtree may hold a fair share of the middle
- * of the hysteresis band, (min + pressure) / 2, never less than the floor.
- * The shares add up to less than pressure, so usage converges back under
- * it as queues drain; and to more than min, so a load that keeps going
- * settles inside the band and stays in pressure instead of flapping
- * between pressure and normal.
- */
-static __always_inline __s64 pressure_fair_share(const struct cgroup_limits *l, __s64 n)
-{
-	__u64 band = l->min_pages && l->min_pages < l->pressure_pages ?
-		     (l->min_pages + l->pressure_pages) / 2 : l->pressure_pages;
-
-	return max_s64(band * TCPBUF_PAGE_SIZE / (__u64)(n > 0 ? n : 1), buf_floor);
-}
-
-/* The sockets shares are divided among: the subtree's established sockets,
- * or while those are not counted yet (limits just set, no sweep yet), the
- * sockets holding memory. */
-static __always_inline __s64 subtree_sockets(const struct cgroup_usage *u)
-{
-	__s64 held = u->sockets, counted = u->established.sockets;
-
-	return counted > held ? counted : held;
-}
-
-/* This socket's share of the headroom between @used and @target pages,
- * among the n sockets of the subtree holding memory and itself. */
-static __always_inline __s64 headroom_share(__s64 target, __s64 used, __s64 n)
-{
-	__s64 room = (target - used) * TCPBUF_PAGE_SIZE;
-
-	return room > 0 ? (__s64)((__u64)room / (__u64)(n > 0 ? n + 1 : 1)) : 0;
-}
-
-/* The caps one limited ancestor imposes. */
-static __always_inline void caps_level(struct caps *c, const struct cgroup_usage *u,
+/* The caps one limited ancestor, whose usage entry is @u, imposes. */
+static __always_inline void caps_level(struct tcpbuf_caps *c, const struct cgroup_usage *u,
 				       __s64 unsent, __s64 rmem, __s64 chunk)
 {
-	const struct cgroup_limits *l = &u->limits;
-	__s64 used = u->usage_pages, n = subtree_sockets(u), reserve = sender_reserve_of(u);
-	__u32 state = u->state;
-	__s64 snd = CAP_NONE, rcv = CAP_NONE;
+	struct tcpbuf_sock_view s = { .unsent = unsent, .rmem = rmem, .chunk = chunk };
 
-	c->limited = true;
-	if (state > c->state)
-		c->state = state;
-	if (l->max_pages) {
-		/* Send guard: what it has not sent yet plus its share of the
-		 * headroom, minus the skb it may fill past sk_sndbuf; nothing
-		 * left means minimal. In normal state the headroom is to
-		 * pressure: crossing it must stop growth at once, as the
-		 * kernel's synchronous tcp_mem check does, so nothing may be
-		 * granted beyond it. */
-		bool to_pressure = state == TCPBUF_STATE_NORMAL && l->pressure_pages;
-		__s64 target = to_pressure ? l->pressure_pages : l->max_pages - reserve;
-		__s64 share = headroom_share(target, used, n);
-		__s64 rcv_share = to_pressure ? headroom_share(l->max_pages - reserve, used, n)
-					      : share;
-
-		c->room = min_s64(c->room, min_s64(share, rcv_share));
-		share -= chunk;
-		snd = share > 0 ? unsent + share : 0;
-		/* Below pressure, never less than two skbs: with one in flight
-		 * the receiver acknowledges it only when its delayed-ACK timer
-		 * fires (it answers every second full segment), and a stream
-		 * crawled at 1.6-2.4 MB/s (2.6 GB/s unlimited) under a
-		 * pressure threshold smaller than its traffic. Pressure
-		 * crossed by that much per writer is what pressure, entered
-		 * then, is for. */
-		if (to_pressure)
-			snd = max_s64(snd, 2 * chunk);
-		/* Receive guard: a peer may send what the window promises,
-		 * the free receive space. Keeping that within the socket's
-		 * share of the headroom to max makes a stall close windows
-		 * instead of leaving ingress to refuse segments, which TCP
-		 * recovers from only on its retransmission timer, backed off
-		 * to seconds by then. Far from max this is above what
-		 * autotuning reaches and changes nothing. */
-		rcv = rmem + rcv_share;
-	}
-	if (state == TCPBUF_STATE_MAX) {
-		/* Writers to the minimum; receive buffers to what they hold:
-		 * a zero window. Not to the kernel's minimum, which would
-		 * advertise windows of a few hundred bytes, make peers split
-		 * every segment to fit, and fill their queues with the
-		 * overhead of the pieces. Two pages above what they hold:
-		 * SO_RCVBUF halves and doubles, and a buffer even a byte
-		 * under sk_rmem_alloc makes TCP prune (copy) the whole queue
-		 * at every segment that comes in. */
-		snd = 0;
-		rcv = rmem + 2 * TCPBUF_PAGE_SIZE;
-	} else if (state == TCPBUF_STATE_PRESSURE) {
-		__s64 fair = pressure_fair_share(l, n);
-
-		/* No socket grows past its fair share: one above it gets a
-		 * closed window until it has drained below the share (its
-		 * reader frees room the peer may not refill), which is what
-		 * brings usage back under pressure. */
-		rcv = min_s64(rcv, max_s64(fair, rcvbuf_floor));
-		snd = min_s64(snd, max_s64(fair - chunk, buf_floor));
-	}
-	c->snd = min_s64(c->snd, snd);
-	c->rcv = min_s64(c->rcv, rcv);
+	tcpbuf_caps_level(c, u, &s);
 }
 
 /*
- * Walks up a socket's cgroup ancestry run under bpf_loop(): the verifier
- * checks the body once, where an unrolled walk of TCPBUF_MAX_DEPTH levels
- * with branches in each would blow its instruction budget. The ancestry is
+ * Walks up a socket's cgroup ancestry run under bpf_loop(), whose body the
+ * verifier checks once (unrolled, TCPBUF_MAX_DEPTH levels would not fit its
+ * budget). The ancestry is
  * the one cached in the socket's sock_charge entry (charge.bpf.h): the
  * programs that size a socket make it for a socket with a limited ancestor,
  * since a socket walked at establishment is walked again at every count,
@@ -252,7 +129,7 @@ static __always_inline void limited_levels_note(struct sock_charge *sc,
 struct caps_walk {
 	struct ancestry a;
 	__s64 unsent, rmem, chunk;
-	struct caps c;
+	struct tcpbuf_caps c;
 	__u32 near;	/* some limited level is near (tcpbuf_near_next()) */
 	__u32 levels;	/* limited_levels_of() */
 	__u32 found;	/* the levels that are limited */
@@ -336,18 +213,14 @@ static __always_inline bool ancestry_has_limits(struct sock *sk, const struct so
 /*
  * Tighten the caps *@c by those of every limited ancestor of the socket
  * whose entry is @sc; whether one of them is near (1): the socket is then
- * armed, capped and followed segment by segment. A global function: the
- * verifier checks it once, alone, and its callers see *@c and the result as
- * unknown values. Inlined, the walk was checked again for every path into
- * it, and constant starting caps, compared with the constants a level can
- * give (0 at max), made the verifier track every combination of them
- * through the callback's loop (7.x walked the sock_ops program to within
- * 6% of its budget): here they come from the caller, through memory.
+ * armed, capped and followed segment by segment. Global, with the starting
+ * caps passed through memory, so that the verifier checks it once with *@c
+ * unknown instead of once per combination of constants its callers give.
  * @unsent, @rmem, @chunk: the socket's unsent bytes, receive memory and
  * send chunk.
  */
 __noinline int caps_walk(struct sock_charge *sc, __s64 unsent, __s64 rmem, __s64 chunk,
-			 struct caps *c)
+			 struct tcpbuf_caps *c)
 {
 	struct tcpbuf_enforce_ctl *ctl = enforce_ctl_get();
 	struct caps_walk w = { .unsent = unsent, .rmem = rmem, .chunk = chunk };
@@ -360,8 +233,7 @@ __noinline int caps_walk(struct sock_charge *sc, __s64 unsent, __s64 rmem, __s64
 		w.a.sc = sc;
 		w.levels = limited_levels_of(sc, ctl, &stale);
 		/* One limited level, the socket's own cgroup (the common
-		 * case): without the loop, whose calls and spills were a
-		 * fifth of a per-segment pass. */
+		 * case): without the loop's calls and spills. */
 		if (sc && w.levels == 1 && sc->levels)
 			caps_walk_one(&w, sc->ancestors[0], 1);
 		else
@@ -375,12 +247,11 @@ __noinline int caps_walk(struct sock_charge *sc, __s64 unsent, __s64 rmem, __s64
 
 /* caps_walk() for the socket @sk (@tp), whose entry is @sc. */
 static __always_inline bool caps_compute(struct sock *sk, const struct tcp_sock *tp,
-					 struct sock_charge *sc, struct caps *c)
+					 struct sock_charge *sc, struct tcpbuf_caps *c)
 {
-	*c = (struct caps){ .snd = CAP_NONE, .rcv = CAP_NONE, .room = CAP_NONE,
-			    .state = TCPBUF_STATE_NORMAL };
+	*c = TCPBUF_CAPS_NONE;
 	return caps_walk(sc, unsent_bytes(sk, tp), sk->sk_backlog.rmem_alloc.counter,
-			 send_chunk_bytes(tp), c);
+			 tcpbuf_send_chunk(tp->max_window), c);
 }
 
 struct count_walk {
@@ -536,98 +407,44 @@ static __always_inline void notice_user_change(struct sock *sk, struct sock_enfo
 	}
 }
 
-/* The sk_sndbuf this socket should have now. */
-static __always_inline __s64 sndbuf_target(struct sock *sk, const struct caps *c,
+/* The sk_sndbuf this socket should have now (tcpbuf_sndbuf_target()). */
+static __always_inline __s64 sndbuf_target(struct sock *sk, const struct tcpbuf_caps *c,
 					   const struct sock_enforce *se)
 {
-	__s64 cur = sk->sk_sndbuf, want;
-
-	if (!c->limited)	/* limits gone: give it back, then leave it */
-		return (se->user_locks & TCPBUF_SNDBUF_LOCK) ? se->user_sndbuf : sndbuf_ceiling;
-	if (se->user_locks & TCPBUF_SNDBUF_LOCK)
-		want = se->user_sndbuf;
-	else if (!(se->flags & TCPBUF_SE_SNDBUF_SET))
-		want = max_s64(cur, sndbuf_initial);	/* first sight: lock it */
-	else if (c->state == TCPBUF_STATE_NORMAL && se->state != TCPBUF_STATE_NORMAL)
-		want = sndbuf_ceiling;			/* lifting caps */
-	else if (sk->sk_wmem_queued >= cur >> 1)
-		want = min_s64(cur * 2, sndbuf_ceiling);	/* the writer keeps it full: grow */
-	else
-		want = cur;
-	return min_s64(want, c->snd);
+	return tcpbuf_sndbuf_target(c, se, sk->sk_sndbuf, sk->sk_wmem_queued, sndbuf_ceiling,
+				    sndbuf_initial);
 }
 
-/* The sk_rcvbuf this socket should have now; -1 leaves it alone. Below its
- * cap, a socket we never set keeps the kernel's autotuning. */
-static __always_inline __s64 rcvbuf_target(struct sock *sk, const struct caps *c,
+/* The sk_rcvbuf this socket should have now; -1 leaves it alone. */
+static __always_inline __s64 rcvbuf_target(struct sock *sk, const struct tcpbuf_caps *c,
 					   const struct sock_enforce *se)
 {
-	__s64 cur = sk->sk_rcvbuf, cap = rcvbuf_ceiling;
-
-	/* Not armed (far, or limits gone): only what tcpbufd set goes back. */
-	if (!c->limited && !(se->flags & TCPBUF_SE_RCVBUF_SET))
-		return -1;
-	if (se->user_locks & TCPBUF_RCVBUF_LOCK)
-		cap = se->user_rcvbuf;
-	if (c->limited)
-		cap = min_s64(cap, c->rcv);
-	if (cur > cap || (se->flags & TCPBUF_SE_RCVBUF_SET))
-		return cap;
-	return -1;
-}
-
-/* Sizes within a page (the kernel doubles and rounds) count as equal; growth
- * smaller than an eighth is not worth a setsockopt. */
-static __always_inline bool buf_differs(__s64 cur, __s64 target, bool owned)
-{
-	if (!owned)
-		return true;
-	if (target < cur - TCPBUF_PAGE_SIZE)
-		return true;
-	return target > cur + (cur >> 3) && target > cur + TCPBUF_PAGE_SIZE;
+	return tcpbuf_rcvbuf_target(c, se, sk->sk_rcvbuf, rcvbuf_ceiling);
 }
 
 /*
- * A socket whose caps cannot change soon has them recomputed only about once
- * a millisecond (TCPBUF_SETTLED_RECHECK_T), or at once when something only
- * a full pass handles happens (caps_still_settled()), a state change of any
- * limited cgroup among them. Settled:
- * - far: normal state, and its shares of the headroom at least twice the
- *   most SO_SNDBUF/SO_RCVBUF give (the sizes autotuning stops at);
- * - in pressure, held to its fair share with the headroom to max at least
- *   twice that share (and an skb): the share moves only with the subtree's
- *   socket count, and usage would have to climb by half the headroom, with
- *   every socket held to its share, before the guards took over.
- * Halving shares that large takes far longer than a millisecond.
+ * A socket whose caps cannot change soon (tcpbuf_caps_settled()) has them
+ * recomputed only about once a millisecond, or at once when something only
+ * a full pass handles happens (caps_still_settled()).
  */
-#define TCPBUF_SETTLED_RECHECK_T	16	/* 1.024 ms in 64 us units (settled_now()) */
-#define TCPBUF_SEND_CHUNK_MAX		(65536 + 2048)	/* send_chunk_bytes() at most */
-
-/* tcp_mstamp (us) in the 64 us units of sock_enforce.eval_t: wraps after
- * 4.2 s, when a socket silent that long may skip one more millisecond. */
 static __always_inline __u16 settled_now(const struct tcp_sock *tp)
 {
-	return (__u16)((__u32)tp->tcp_mstamp >> 6);
+	return tcpbuf_settled_clock(tp->tcp_mstamp);
 }
 
 static __always_inline void caps_settled_note(struct sock *sk, const struct tcp_sock *tp,
-					      struct sock_enforce *se, const struct caps *c)
+					      struct sock_enforce *se, const struct tcpbuf_caps *c)
 {
-	__s64 cur = sk->sk_sndbuf;
-	bool far = c->state == TCPBUF_STATE_NORMAL && c->snd >= 2 * (__s64)sndbuf_ceiling &&
-		   c->rcv >= 2 * (__s64)rcvbuf_ceiling;
-	bool fair = c->state == TCPBUF_STATE_PRESSURE &&
-		    c->room >= 2 * max_s64(c->snd + TCPBUF_SEND_CHUNK_MAX, c->rcv);
+	bool settled = tcpbuf_caps_settled(c, sndbuf_ceiling, rcvbuf_ceiling);
 	struct tcpbuf_enforce_ctl *ctl;
 
 	se->flags &= ~(TCPBUF_SE_SETTLED | TCPBUF_SE_SND_AT_CAP);
-	if (!c->limited || !(far || fair) || !(ctl = enforce_ctl_get()))
+	if (!settled || !(ctl = enforce_ctl_get()))
 		return;
 	se->flags |= TCPBUF_SE_SETTLED;
 	se->eval_t = settled_now(tp);	/* read only while settled */
 	se->state_gen = ctl->state_gen;
-	/* No growth the full pass would grant (buf_differs()). */
-	if (c->snd <= cur + max_s64(cur >> 3, TCPBUF_PAGE_SIZE))
+	if (tcpbuf_snd_at_cap(c->snd, sk->sk_sndbuf))
 		se->flags |= TCPBUF_SE_SND_AT_CAP;
 }
 
@@ -638,8 +455,7 @@ static __always_inline bool caps_still_settled(struct sock *sk, const struct tcp
 	struct tcpbuf_enforce_ctl *ctl;
 	__u32 f = se->flags;
 
-	if (!(f & TCPBUF_SE_SETTLED) ||
-	    (__u16)(settled_now(tp) - se->eval_t) >= TCPBUF_SETTLED_RECHECK_T)
+	if (!(f & TCPBUF_SE_SETTLED) || tcpbuf_settled_expired(settled_now(tp), se->eval_t))
 		return false;
 	/* Some limited cgroup changed state since: caps lift (or tighten) at
 	 * this segment, not a millisecond later; a cgroup flapping at a

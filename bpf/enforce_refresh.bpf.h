@@ -24,8 +24,7 @@ static long limits_refresh_one(struct bpf_map *map, __u64 *key, struct cgroup_us
 	l = bpf_map_lookup_elem(&cgroup_limits, &id);
 	u->limits = l ? *l : none;
 	/* Against the new max; the bump after the walk ends old trust. */
-	u->max_watch = l && l->max_pages &&
-		       u->usage_pages >= max_watch_point(l->max_pages);
+	u->max_watch = l && l->max_pages && tcpbuf_watch_reached(u->usage_pages, l->max_pages);
 	cgroup_state_update(id, u, u->usage_pages);
 	/* Near or far under them (far without limits); changes of the socket
 	 * count decide where they happen (near_update()). */
@@ -49,7 +48,6 @@ SEC("raw_tp")
 int limits_refresh(void *ctx)
 {
 	struct tcpbuf_enforce_ctl *ctl;
-	__u32 gen;
 
 	bpf_for_each_map_elem(&cgroup_usage, limits_refresh_one, NULL, 0);
 	/* Every socket's sock_charge.limited is read anew, and what was
@@ -57,8 +55,7 @@ int limits_refresh(void *ctx)
 	 * ingress). */
 	ctl = enforce_ctl_get();
 	if (ctl) {
-		gen = ctl->limits_gen + 1;
-		ctl->limits_gen = (__u16)gen ? gen : gen + 1;
+		ctl->limits_gen = tcpbuf_limits_gen_next(ctl->limits_gen);
 		__sync_fetch_and_add(&ctl->state_gen, 1);
 	}
 	return 0;

@@ -42,14 +42,14 @@ static __always_inline int cb_flags_wanted(int flags, bool armed, bool limited)
  * Apply caps to one socket. @ctx is what bpf_setsockopt wants in the calling
  * program type (struct bpf_sock_ops * or the socket itself in iter/tcp).
  * SO_*BUF take half the size: the kernel doubles the value.
- * A macro, not an inline function: clang lays out the function's stack so
- * that the verifier walks many more states in enforce_sockops.
+ * A macro, not an inline function, whose stack layout makes the verifier
+ * walk many more states in enforce_sockops.
  */
 #define caps_apply(ctx, sk, c, se) ({						\
 	__s64 snd_ = sndbuf_target(sk, c, se), rcv_ = rcvbuf_target(sk, c, se);	\
 	int val_;								\
 										\
-	if (buf_differs((sk)->sk_sndbuf, snd_, (se)->flags & TCPBUF_SE_SNDBUF_SET) && \
+	if (tcpbuf_buf_differs((sk)->sk_sndbuf, snd_, (se)->flags & TCPBUF_SE_SNDBUF_SET) && \
 	    ((c)->limited || ((se)->flags & TCPBUF_SE_SNDBUF_SET))) {		\
 		val_ = snd_ > 0 ? snd_ >> 1 : 0;					\
 		if (!bpf_setsockopt(ctx, SOL_SOCKET, SO_SNDBUF, &val_, sizeof(val_))) { \
@@ -57,7 +57,8 @@ static __always_inline int cb_flags_wanted(int flags, bool armed, bool limited)
 			(se)->set_sndbuf = (sk)->sk_sndbuf;			\
 		}								\
 	}									\
-	if (rcv_ >= 0 && buf_differs((sk)->sk_rcvbuf, rcv_, (se)->flags & TCPBUF_SE_RCVBUF_SET)) { \
+	if (rcv_ >= 0 &&							\
+	    tcpbuf_buf_differs((sk)->sk_rcvbuf, rcv_, (se)->flags & TCPBUF_SE_RCVBUF_SET)) { \
 		val_ = rcv_ > 0 ? rcv_ >> 1 : 0;					\
 		if (!bpf_setsockopt(ctx, SOL_SOCKET, SO_RCVBUF, &val_, sizeof(val_))) { \
 			(se)->flags |= TCPBUF_SE_RCVBUF_SET;			\

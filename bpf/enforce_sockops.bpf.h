@@ -38,7 +38,7 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 	struct bpf_sock *bsk;
 	struct tcp_sock *tp;
 	struct sock *sk;
-	struct caps c;
+	struct tcpbuf_caps c;
 	bool established, near_before;
 	int near;
 
@@ -87,7 +87,7 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 	if (!sc) {
 		/* Made at establishment for a socket with a limited ancestor
 		 * (the walks below read its ancestry from it), not for its
-		 * neighbours: making one is most of a connection's cost here,
+		 * neighbours: making one is much of a connection's cost,
 		 * and accounting makes it when the socket holds memory. A
 		 * limit set later reaches the socket by the sweep. */
 		if (!established || !sock_limited_ancestor(sk))

@@ -20,8 +20,8 @@ __u32 sweep_all;
 /* After state changes, when the daemon has read every change (nothing was
  * dropped from the ring buffer), or after a change of limits to a few
  * cgroups: those cgroups and their descendants. Only their sockets' caps
- * move, and on a host of 100,000 sockets a sweep that sizes every socket of
- * every limited cgroup costs more than the walk itself. */
+ * move, and on a host of many sockets sizing every socket of every limited
+ * cgroup costs more than the walk itself. */
 __u32 sweep_targeted;
 
 /*
@@ -29,9 +29,8 @@ __u32 sweep_targeted;
  * iter/cgroup (>= 6.1; sweep_by_pointer), else its cgroup id. By address,
  * target_collect() below fills the table with each changed cgroup's subtree
  * and a socket is looked up by the pointer it carries, without reading its
- * cgroup and the cgroup's kernfs node: with 100,000 sockets in 10,000
- * cgroups those two cold lines per socket were most of the sweep's own time.
- * By id, the daemon fills it from its view of the tree.
+ * cgroup and the cgroup's kernfs node, two cold lines per socket. By id,
+ * the daemon fills it from its view of the tree.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -86,8 +85,7 @@ static __always_inline bool sweep_concerns(struct sock *sk)
  * (sk_rcvbuf and sk_userlocks, sk_sndbuf, max_window, bytes_sent: four
  * lines, cold in a walk of 100,000 sockets), so that their misses overlap
  * the lookup's three dependent ones instead of following them. Nothing uses
- * the values: the empty asm keeps the loads. Full sweep, 100,000 sockets in
- * 10,000 near cgroups: 81-92 ms before, 71-80 after (docs/PERFORMANCE.md).
+ * the values: the empty asm keeps the loads.
  */
 static __always_inline void sweep_touch(struct sock *sk, struct tcp_sock *tp)
 {
@@ -120,7 +118,7 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 	struct sock_charge *sc;
 	struct tcp_sock *tp;
 	struct sock *sk;
-	struct caps c;
+	struct tcpbuf_caps c;
 	bool armed, near;
 	int counted;
 

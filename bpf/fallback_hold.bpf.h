@@ -63,9 +63,9 @@ static __always_inline void fallback_lost_note(const struct sock *sk)
  * Hold the socket @sk (@tp) of a limited subtree (the caller has seen a
  * limited ancestor) that has no storage entry: its fallback entry found or
  * made (@cookie, from the helper the program type allows), counted, and
- * capped at most at buf_floor and rcvbuf_floor, and locked there. Where
- * sock_fallback is full it is capped the same, and counted as lost the
- * first time (fallback_lost_note()); the caller marks it
+ * capped at most at the floors (TCPBUF_SNDBUF_FLOOR, TCPBUF_RCVBUF_FLOOR),
+ * and locked there. Where sock_fallback is full it is capped the same, and
+ * counted as lost the first time (fallback_lost_note()); the caller marks it
  * (TCPBUF_LOST_CB_FLAG). @ctx is what bpf_setsockopt wants (caps_apply()).
  * Evaluates to FALLBACK_HELD or FALLBACK_LOST.
  */
@@ -81,13 +81,13 @@ static __always_inline void fallback_lost_note(const struct sock *sk)
 		socket_count_update(fb_, tp, true);				\
 	/* Locked too, or autotuning grows them past any cap. */		\
 	locks_ = BPF_CORE_READ_BITFIELD(sk, sk_userlocks);			\
-	if (!(locks_ & TCPBUF_SNDBUF_LOCK) || (sk)->sk_sndbuf > buf_floor) {	\
-		v_ = buf_floor >> 1;						\
+	if (!(locks_ & TCPBUF_SNDBUF_LOCK) || (sk)->sk_sndbuf > TCPBUF_SNDBUF_FLOOR) { \
+		v_ = TCPBUF_SNDBUF_FLOOR >> 1;					\
 		bpf_setsockopt(ctx, SOL_SOCKET, SO_SNDBUF, &v_, sizeof(v_));	\
 		capped_ = true;							\
 	}									\
-	if (!(locks_ & TCPBUF_RCVBUF_LOCK) || (sk)->sk_rcvbuf > rcvbuf_floor) {	\
-		v_ = rcvbuf_floor >> 1;						\
+	if (!(locks_ & TCPBUF_RCVBUF_LOCK) || (sk)->sk_rcvbuf > TCPBUF_RCVBUF_FLOOR) { \
+		v_ = TCPBUF_RCVBUF_FLOOR >> 1;					\
 		bpf_setsockopt(ctx, SOL_SOCKET, SO_RCVBUF, &v_, sizeof(v_));	\
 		capped_ = true;							\
 	}									\

@@ -7,6 +7,8 @@
 #ifndef TCPBUF_ENFORCE_H
 #define TCPBUF_ENFORCE_H
 
+#include "tcpbuf_policy.h"
+
 /*
  * Map "enforce_ctl" (array, one entry), written by the daemon. Lets every
  * charge skip the limits lookup while no cgroup has limits.
@@ -51,43 +53,10 @@ struct tcpbuf_state_event {
 };
 
 #define TCPBUF_EVENT_STATE	0	/* normal / pressure / max */
-#define TCPBUF_EVENT_NEAR	1	/* the cgroup became near or far (below) */
+#define TCPBUF_EVENT_NEAR	1	/* the cgroup became near or far (tcpbuf_near_next()) */
 #define TCPBUF_EVENT_UNACCOUNTED 2	/* a socket without socket storage (sock_fallback.bpf.h);
 					 * usage_pages: its cgroup's unaccounted_sockets */
 #define TCPBUF_EVENT_LOST	3	/* such a socket found sock_fallback full;
 					 * usage_pages: fallback_ctl.lost */
-
-/*
- * Near and far. The kernel bounds what one socket can hold whatever anyone
- * does: its autotuned (or SO_*BUF) buffers, plus an skb each way. While a
- * limited cgroup's sockets times that bound stay well under its threshold
- * (pressure, or max without one), no traffic can bring it there: its
- * sockets are left to the kernel, nothing runs for their segments or
- * syscalls, and no caps are set. Near: half the threshold is within that
- * reach; far again below a quarter, so one socket more or less does not
- * flap it. @bound_pages is that per-socket bound (the daemon computes it
- * from the sysctls); a cgroup without a threshold is always near.
- */
-static inline __u32 tcpbuf_near_next(__u32 near, __s64 sockets, __u64 bound_pages,
-				     __u64 pressure_pages, __u64 max_pages)
-{
-	__u64 t = pressure_pages && (!max_pages || pressure_pages < max_pages) ? pressure_pages
-									       : max_pages;
-	__u64 reach = sockets > 0 ? (__u64)sockets * bound_pages : 0;
-
-	if (!t)
-		return 1;
-	return near ? reach >= t / 4 : reach >= t / 2;
-}
-
-#define TCPBUF_SENDER_RESERVE_PAGES	17	/* a 64 KiB skb and its overhead */
-
-/* Whether a cgroup whose unaccounted_sockets just rose to @now tells the
- * daemon (TCPBUF_EVENT_UNACCOUNTED): at the first and at each doubling, so
- * a flood of such sockets costs the ring buffer a few events, not one each. */
-static inline int tcpbuf_unaccounted_tell(__u32 now)
-{
-	return now && !(now & (now - 1));
-}
 
 #endif /* TCPBUF_ENFORCE_H */

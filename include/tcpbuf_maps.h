@@ -22,7 +22,7 @@
  * element (64 bytes of header, 8 of map pointer and the value) and the
  * socket's storage struct are then both 192-byte objects, from one slab
  * page most of the time, and a lookup first touching them in its kernel
- * entry pays for one page, not two (docs/PERFORMANCE.md).
+ * entry pays for one page, not two.
  */
 #define TCPBUF_MAX_DEPTH	8
 #define TCPBUF_MAX_NESTED_LIMITS	(TCPBUF_MAX_DEPTH - 1)
@@ -81,12 +81,11 @@ struct cgroup_sockets {
 struct cgroup_usage {
 	/* What every charge reads or writes comes first, in 56 bytes, so it
 	 * shares as few cache lines as it can with the hash element's own 56
-	 * (link, hash, key). (Measured against the older order: no difference
-	 * on this host, docs/PERFORMANCE.md.) */
+	 * (link, hash, key). */
 	__s64 usage_pages;	/* pages charged by TCP sockets in this subtree now */
 	__s64 peak_pages;	/* highest usage_pages seen since the entry was created */
 	__u32 state;		/* enum tcpbuf_state, written by the enforcement side */
-	/* Usage came within ingress's reach of max (max_watch_point(),
+	/* Usage came within ingress's reach of max (watch_point, tcpbuf_policy.h;
 	 * charge.bpf.h): set by the charge that came there, which bumps
 	 * enforce_ctl.state_gen so no socket's ingress keeps trusting an
 	 * older look (sock_charge.max_clear_gen); cleared well below it. */
@@ -107,7 +106,7 @@ struct cgroup_usage {
 	__u32 unaccounted_sockets;	/* sockets in this subtree without socket storage
 					 * (optmem), held through sock_fallback */
 	/* In the same entry, not a map of its own: the caps of a segment
-	 * read both, and a second hash lookup was ~18 ns of the pass. */
+	 * read both, and a second hash lookup would cost each pass. */
 	struct cgroup_sockets established;
 };
 
@@ -149,8 +148,8 @@ struct sock_enforce {
 /*
  * Which of a socket's ancestors had limits when the limits were at
  * generation gen (tcpbuf_enforce_ctl.limits_gen; 0: never read), so a walk
- * that wants limited levels looks up only those: a hash lookup was ~17 ns
- * of a per-segment pass, and most levels have no limits.
+ * that wants limited levels looks up only those: most levels have no
+ * limits, and each hash lookup costs a per-segment pass.
  */
 union sock_limited_levels {
 	struct {
@@ -176,8 +175,8 @@ struct sock_charge {
 	/*
 	 * Enforcement's part (all 0 for a socket it never sized). In the
 	 * same entry as the charge, not an entry of its own: creating and
-	 * finding a socket-storage entry was a quarter of what a socket of
-	 * a limited cgroup cost at establishment, and every sampler and
+	 * finding a socket-storage entry is much of what a socket of a
+	 * limited cgroup costs at establishment, and every sampler and
 	 * ingress run asks whether the socket is armed before it charges.
 	 */
 	struct sock_enforce enforce;

@@ -29,6 +29,7 @@
 
 #include "config.h"
 #include "size.h"
+#include "tcpbuf_policy.h"
 
 #define ERR_MAX 512
 
@@ -1083,42 +1084,15 @@ const struct cgroup_rule *config_match(const struct config *c, const char *cgrou
 	return NULL;
 }
 
-/*
- * Why these ratios: the kernel sizes net.ipv4.tcp_mem the same way relative
- * to its hard limit (tcp_init_mem(): min = 1/2 max, pressure = 2/3 max), so
- * a cgroup behaves like a small machine. Pressure sits a little higher, at
- * 3/4, because the ceiling is already a deliberate per-cgroup budget; the
- * wider min..pressure band (1/4 of max instead of 1/6) also means fewer
- * flips in and out of pressure under a steady load.
- * Defaults follow an explicit Max (the real hard stop) rather than Limit,
- * and are clamped so they never cross an explicit value.
- */
+/* Defaults follow an explicit Max (the real hard stop) rather than Limit
+ * (tcpbuf_thresholds_of(), tcpbuf_policy.h, says why these ratios). */
 void rule_thresholds(const struct cgroup_rule *r, uint64_t *min, uint64_t *pressure,
 		     uint64_t *max)
 {
-	uint64_t mx = r->max_pages ? r->max_pages : r->limit_pages;
-	uint64_t pr = r->pressure_pages;
-	uint64_t mn = r->min_pages;
+	uint64_t ceiling = r->max_pages ? r->max_pages : r->limit_pages;
+	struct tcpbuf_thresholds t = tcpbuf_thresholds_of(ceiling, r->pressure_pages, r->min_pages);
 
-	if (mx == 0)
-		mx = 1;
-	if (!pr) {
-		pr = mx / 4 * 3 + mx % 4 * 3 / 4;
-		if (mn && pr < mn)
-			pr = mn;
-		if (pr > mx)
-			pr = mx;
-		if (pr == 0)
-			pr = 1;
-	}
-	if (!mn) {
-		mn = mx / 2;
-		if (mn > pr)
-			mn = pr;
-		if (mn == 0)
-			mn = 1;
-	}
-	*min = mn;
-	*pressure = pr;
-	*max = mx;
+	*min = t.min;
+	*pressure = t.pressure;
+	*max = t.max;
 }

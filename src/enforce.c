@@ -194,12 +194,8 @@ static void set_rodata(struct enforce *skel, enum tcpbuf_mode mode)
 	if (tcp_rmem2 > 0 && tcp_rmem2 < rcv)
 		rcv = tcp_rmem2;
 	skel->rodata->accounting_mode = mode;
-	/* The most one socket can hold (tcpbuf_near_next()): the larger of
-	 * what autotuning and SO_*BUF reach each way, and an skb each way
-	 * with its overhead. */
 	skel->rodata->sock_bound_pages =
-		((tcp_rmem2 > 2 * rmem_max ? tcp_rmem2 : 2 * rmem_max) +
-		 (tcp_wmem2 > 2 * wmem_max ? tcp_wmem2 : 2 * wmem_max) + (256 << 10)) / 4096;
+		tcpbuf_sock_bound_pages(tcp_rmem2, rmem_max, tcp_wmem2, wmem_max);
 	skel->rodata->sndbuf_ceiling = snd > INT_MAX ? INT_MAX : snd;
 	skel->rodata->rcvbuf_ceiling = rcv > INT_MAX ? INT_MAX : rcv;
 	/* A new socket starts where the kernel would start it (tcp_wmem[1]);

@@ -112,15 +112,13 @@ static void report_state_change(const struct enforcer *e, const struct tcpbuf_st
 
 /*
  * Sweeps for events are paced, so that a cgroup flapping at a threshold
- * cannot take the daemon's core: a TCP_STREAM under a 256 KiB pressure
- * threshold changed state 136-1,770 times a second, and every sweep walks
- * every socket of the host (0.4 ms with none, 38-74 ms with 100,000); the
- * daemon took up to 93% of a core. Armed sockets take the new state at their
- * next segment anyway; the sweep is for the others. The next sweep waits
- * until SWEEP_GAP_RATIO times what the last one took (and SWEEP_GAP_MIN_MS)
- * has passed since it ended: sweeps then take at most a fifth of a core, and
- * the events of the wait go in one sweep. After a quiet spell a sweep is
- * immediate, as before.
+ * (thousands of state changes a second), each sweep walking every socket of
+ * the host, cannot take the daemon's core. Armed sockets take the new state
+ * at their next segment anyway; the sweep is for the others. The next sweep
+ * waits until SWEEP_GAP_RATIO times what the last one took (and
+ * SWEEP_GAP_MIN_MS) has passed since it ended, which bounds sweeps to a
+ * fraction of a core; the events of the wait go in one sweep. After a quiet
+ * spell a sweep is immediate.
  */
 #define SWEEP_GAP_MIN_MS	1.0
 #define SWEEP_GAP_RATIO		4.0

@@ -86,8 +86,8 @@ void targets_clear(struct enforcer *e)
 /* Far again: what runs per segment goes only after this long without a
  * cgroup near. A connection per request in a cgroup that one connection
  * makes near flips it near and far with every connection: unlinking and
- * linking each time cost the daemon ~40% of a core (bench/crr, 25,000
- * connections a second) and logged two lines per connection. */
+ * linking each time would cost the daemon much of a core and log two lines
+ * per connection. */
 /* --------------------------------------------------------------- sweep */
 
 /* Run an iterator program to its end (they write nothing). */

@@ -33,9 +33,10 @@ struct scenario {
 };
 
 /*
- * Where ingress stops trusting its last look at usage (max_watch_point() in
- * bpf/charge.bpf.h), and where the flag that says so clears again: written
- * out here, so a change there has to be a change here too.
+ * Where ingress stops trusting its last look at usage (watch_point,
+ * tcpbuf_zones_of() in include/tcpbuf_policy.h), and where the flag that says
+ * so clears again: written out here, so a change there has to be a change
+ * here too.
  */
 #define WATCH_POINT	(LIMIT_PAGES - LIMIT_PAGES / 4 - LIMIT_PAGES / 64 - 16 - LIMIT_PAGES / 16 - 64)
 #define WATCH_CLEAR	(WATCH_POINT - LIMIT_PAGES / 32 - 16)

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Near and far (tcpbuf_near_next() in include/tcpbuf_enforce.h). A limited
+ * Near and far (tcpbuf_near_next() in include/tcpbuf_policy.h). A limited
  * cgroup whose sockets, each holding the most the kernel lets one socket
  * hold (B), could not reach half its threshold is far: its sockets are left
  * to the kernel and nothing of tcpbufd runs per segment or syscall.

@@ -1,0 +1,572 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The policy of enforcement: every arithmetic decision, as plain functions
+ * over plain values (no maps, no helpers, no socket), shared by the BPF
+ * programs (bpf/), the daemon (src/) and tests/test_policy.c. The programs
+ * look the values up, call these and apply the answer.
+ *
+ * Worked examples (pages of 4 KiB; tests/test_policy.c holds them all):
+ *   limit 16 MiB, nothing else set:    min 2048, pressure 3072, max 4096
+ *   max 4096 (16 MiB):                 zones watch_clear 2528, watch_point 2672,
+ *                                      reserve_point 2992, max 4096, slack_end 4224
+ *   max 4096, 100 writers counted:     effective max 3072 from usage 2992 on
+ *                                      (reserve 1024: a quarter of max at most)
+ *   min 2048, pressure 3072, max 4096: normal -> pressure at 3072, back to normal
+ *                                      below 2048; max at 4096, left below 4032
+ *   pressure 3072, 10 sockets, normal: a socket's send share of the headroom
+ *                                      to pressure at usage 2072 is 1000*4096/11
+ *   pressure band 2560 pages, 10 sockets: fair share 1 MiB each
+ */
+#ifndef TCPBUF_POLICY_H
+#define TCPBUF_POLICY_H
+
+#include "tcpbuf_maps.h"
+#ifndef __VMLINUX_H__
+#include <stdbool.h>
+#endif
+
+/* Inlined into every BPF caller, as the programs' own helpers are: a call
+ * would be a BPF-to-BPF call the verifier checks apart. */
+#define TCPBUF_POLICY	static inline __attribute__((always_inline))
+
+#define TCPBUF_PAGE_SHIFT	12
+#define TCPBUF_PAGE_SIZE	(1 << TCPBUF_PAGE_SHIFT)
+
+TCPBUF_POLICY __s64 tcpbuf_min_s64(__s64 a, __s64 b) { return a < b ? a : b; }
+TCPBUF_POLICY __s64 tcpbuf_max_s64(__s64 a, __s64 b) { return a > b ? a : b; }
+
+/* ------------------------------------------------------------ the zones */
+
+/*
+ * The lines around max, in pages, from one max. For every max they are in
+ * this order (tests/test_policy.c checks it for every max up to 2^20):
+ *
+ *   watch_clear < watch_point < reserve_point <= exit(effective)
+ *               < effective <= max < slack_end
+ *
+ * - watch_point: usage from here is within ingress's reach of refusal, so
+ *   ingress stops trusting its last look (max_watch set): a margin under
+ *   reserve_point for what sockets accept before they look again, 1/16 of
+ *   max and 256 KiB;
+ * - watch_clear: max_watch is cleared only this far below (1/32 of max and
+ *   a segment), so a cgroup hovering at watch_point does not end every
+ *   socket's trust at every charge;
+ * - reserve_point: below it the writers' reserve (at most max/4) cannot
+ *   matter, with a margin of a segment and 1/64 of max;
+ * - effective (tcpbuf_max_effective()): max less the writers' reserve, from
+ *   reserve_point on; exit (tcpbuf_max_exit()) is where a cgroup at max
+ *   leaves it;
+ * - slack_end: a socket with nothing queued still gets a segment up to here
+ *   (tcpbuf_ingress_refuses()).
+ * A max under 120 pages has watch_point below 0: always watched.
+ */
+struct tcpbuf_zones {
+	__s64 watch_clear;
+	__s64 watch_point;
+	__s64 reserve_point;
+	__s64 max;
+	__s64 slack_end;
+};
+
+TCPBUF_POLICY __s64 tcpbuf_reserve_point(__s64 max)
+{
+	return max - (max >> 2) - (max >> 6) - 16;
+}
+
+TCPBUF_POLICY __s64 tcpbuf_watch_point(__s64 max)
+{
+	return tcpbuf_reserve_point(max) - (max >> 4) - 64;
+}
+
+TCPBUF_POLICY struct tcpbuf_zones tcpbuf_zones_of(__s64 max)
+{
+	struct tcpbuf_zones z = {
+		.watch_point = tcpbuf_watch_point(max),
+		.reserve_point = tcpbuf_reserve_point(max),
+		.max = max,
+		.slack_end = max + (max >> 5),
+	};
+
+	z.watch_clear = z.watch_point - (max >> 5) - 16;
+	return z;
+}
+
+/* ---------------------------------------------------- max and its reserve */
+
+#define TCPBUF_SENDER_RESERVE_PAGES	17	/* a 64 KiB skb and its overhead */
+
+/*
+ * Room kept back below max for the skb each writer of the subtree may start
+ * when its queue empties, whatever its sk_sndbuf (TCP forces memory for the
+ * first skb of an empty send queue): one per writer, at most a quarter of
+ * max so a subtree of many writers still receives.
+ */
+TCPBUF_POLICY __s64 tcpbuf_sender_reserve(__s64 senders, __u64 max)
+{
+	__s64 r = senders > 0 ? senders * TCPBUF_SENDER_RESERVE_PAGES : 0;
+	__s64 quarter = max >> 2;
+
+	return r < quarter ? r : quarter;
+}
+
+/* Max as ingress and the state machine apply it at usage @now: less the
+ * reserve of the subtree's @senders, where that can matter. */
+TCPBUF_POLICY __s64 tcpbuf_max_effective(__s64 max, __s64 senders, __s64 now)
+{
+	if (now < tcpbuf_reserve_point(max))
+		return max;
+	return max - tcpbuf_sender_reserve(senders, max);
+}
+
+/*
+ * Where a cgroup at (effective) max @max leaves it. Refusal at ingress keeps
+ * usage within one segment under max, so "back under max" needs a margin, or
+ * a cgroup held at max would flap between max and pressure with every
+ * segment: the larger of a 64 KiB segment and 1/64 of max.
+ */
+TCPBUF_POLICY __s64 tcpbuf_max_exit(__s64 max)
+{
+	__s64 margin = max >> 6 > 16 ? max >> 6 : 16;
+
+	return margin < max ? max - margin : 0;
+}
+
+/* ------------------------------------------------------- the thresholds */
+
+/*
+ * The thresholds of a limit whose ceiling is @max pages (0 taken as 1), with
+ * @pressure and @min where given (0: not). Why these ratios: the
+ * kernel sizes net.ipv4.tcp_mem the same way relative to its hard limit
+ * (tcp_init_mem(): min = 1/2 max, pressure = 2/3 max), so a cgroup behaves
+ * like a small machine. Pressure sits a little higher, at 3/4, because the
+ * ceiling is already a deliberate per-cgroup budget; the wider band (1/4 of
+ * max instead of 1/6) also means fewer flips in and out of pressure under a
+ * steady load. Defaults are clamped so they never cross an explicit value.
+ */
+struct tcpbuf_thresholds {
+	__u64 min, pressure, max;
+};
+
+TCPBUF_POLICY struct tcpbuf_thresholds tcpbuf_thresholds_of(__u64 max, __u64 pressure, __u64 min)
+{
+	struct tcpbuf_thresholds t = { .min = min, .pressure = pressure, .max = max ? max : 1 };
+
+	if (!t.pressure) {
+		t.pressure = t.max / 4 * 3 + t.max % 4 * 3 / 4;
+		if (t.min && t.pressure < t.min)
+			t.pressure = t.min;
+		if (t.pressure > t.max)
+			t.pressure = t.max;
+		if (t.pressure == 0)
+			t.pressure = 1;
+	}
+	if (!t.min) {
+		t.min = t.max / 2;
+		if (t.min > t.pressure)
+			t.min = t.pressure;
+		if (t.min == 0)
+			t.min = 1;
+	}
+	return t;
+}
+
+/* ------------------------------------------------------------ the states */
+
+/*
+ * The state a cgroup moves to from @old at usage @now, as net.ipv4.tcp_mem
+ * behaves: pressure is entered at @pressure and left only below @min (the
+ * hysteresis; 0: at pressure); max is entered at @max, the effective max
+ * (or when ingress refuses a segment that would pass it) and left for
+ * pressure below tcpbuf_max_exit(). A threshold of 0 is not set. *@crossed
+ * gets the threshold that decided a change.
+ */
+TCPBUF_POLICY __u32 tcpbuf_next_state(__u32 old, __s64 now, __s64 max, __u64 pressure,
+				      __u64 min_pages, __u64 *crossed)
+{
+	__u64 min = min_pages ? min_pages : pressure;
+
+	if (max > 0 && (now >= max || (old == TCPBUF_STATE_MAX && now >= tcpbuf_max_exit(max)))) {
+		*crossed = max;
+		return TCPBUF_STATE_MAX;
+	}
+	if (old == TCPBUF_STATE_NORMAL) {
+		*crossed = pressure;
+		return pressure && now >= (__s64)pressure ? TCPBUF_STATE_PRESSURE : old;
+	}
+	if (!pressure || now < (__s64)min) {
+		*crossed = pressure ? min : (__u64)max;
+		return TCPBUF_STATE_NORMAL;
+	}
+	*crossed = max;
+	return TCPBUF_STATE_PRESSURE;
+}
+
+/* max_watch is set where usage @now reaches watch_point, and cleared only
+ * below watch_clear. */
+TCPBUF_POLICY bool tcpbuf_watch_reached(__s64 now, __s64 max)
+{
+	return now >= tcpbuf_watch_point(max);
+}
+
+TCPBUF_POLICY bool tcpbuf_watch_left(__s64 now, __s64 max)
+{
+	return now < tcpbuf_zones_of(max).watch_clear;
+}
+
+/* max_watch at usage @now (@watch before; max 0: unchanged). */
+TCPBUF_POLICY __u32 tcpbuf_max_watch_next(__u32 watch, __s64 now, __s64 max)
+{
+	if (!max)
+		return watch;
+	if (!watch && tcpbuf_watch_reached(now, max))
+		return 1;
+	if (watch && tcpbuf_watch_left(now, max))
+		return 0;
+	return watch;
+}
+
+/* ---------------------------------------------------------------- ingress */
+
+#define TCPBUF_INGRESS_TRUST_PAGES	32	/* a segment and the backlog before it */
+
+/*
+ * Whether ingress refuses a segment that takes usage to @want at a level
+ * whose max is @max and effective max @effective. A socket with nothing
+ * queued (@rmem 0) still gets it up to slack_end (the kernel forces memory
+ * for an empty queue too; refused, its peer backs off and might not get a
+ * turn for minutes), measured from max itself: what writers already queued
+ * can only drain through such sockets.
+ */
+TCPBUF_POLICY bool tcpbuf_ingress_refuses(__s64 want, __s64 effective, __s64 max, __s64 rmem)
+{
+	if (want <= effective)
+		return false;
+	return !(rmem == 0 && want <= tcpbuf_zones_of(max).slack_end);
+}
+
+/* ----------------------------------------------------------- near and far */
+
+/*
+ * Near and far. The kernel bounds what one socket can hold whatever anyone
+ * does: its autotuned (or SO_*BUF) buffers, plus an skb each way. While a
+ * limited cgroup's sockets times that bound stay well under its threshold
+ * (pressure, or max without one), no traffic can bring it there: its
+ * sockets are left to the kernel, nothing runs for their segments or
+ * syscalls, and no caps are set. Near: half the threshold is within that
+ * reach; far again below a quarter, so one socket more or less does not
+ * flap it. @bound_pages is that per-socket bound (tcpbuf_sock_bound_pages());
+ * a cgroup without a threshold is always near.
+ */
+TCPBUF_POLICY __u32 tcpbuf_near_next(__u32 near, __s64 sockets, __u64 bound_pages,
+				     __u64 pressure_pages, __u64 max_pages)
+{
+	__u64 t = pressure_pages && (!max_pages || pressure_pages < max_pages) ? pressure_pages
+									       : max_pages;
+	__u64 reach = sockets > 0 ? (__u64)sockets * bound_pages : 0;
+
+	if (!t)
+		return 1;
+	return near ? reach >= t / 4 : reach >= t / 2;
+}
+
+/* The most one socket can hold, in pages: the larger of what autotuning
+ * (tcp_rmem[2], tcp_wmem[2]) and SO_*BUF (twice rmem_max, wmem_max) reach
+ * each way, and an skb each way with its overhead. */
+TCPBUF_POLICY __u64 tcpbuf_sock_bound_pages(long tcp_rmem2, long rmem_max, long tcp_wmem2,
+					    long wmem_max)
+{
+	return ((tcp_rmem2 > 2 * rmem_max ? tcp_rmem2 : 2 * rmem_max) +
+		(tcp_wmem2 > 2 * wmem_max ? tcp_wmem2 : 2 * wmem_max) + (256 << 10)) / 4096;
+}
+
+/* ------------------------------------------------------- shares and caps */
+
+#define TCPBUF_CAP_NONE		((__s64)1 << 40)
+#define TCPBUF_SEND_CHUNK_MAX	(65536 + 2048)	/* tcpbuf_send_chunk() at most */
+/* In pressure no sndbuf cap goes below this, nor an rcvbuf cap below the
+ * other: windows below a segment make peers split them. */
+#define TCPBUF_SNDBUF_FLOOR	(16 << 10)
+#define TCPBUF_RCVBUF_FLOOR	(64 << 10)
+
+/* The largest skb tcp_sendmsg may still fill past sk_sndbuf: the size goal,
+ * half the peer's largest window @max_window, at most 64 KiB, plus the skb's
+ * own overhead. */
+TCPBUF_POLICY __s64 tcpbuf_send_chunk(__s64 max_window)
+{
+	__s64 goal = max_window / 2;
+
+	if (goal <= 0 || goal > 65536)
+		goal = 65536;
+	return goal + 2048;
+}
+
+/* The sockets shares are divided among: the subtree's established sockets
+ * @counted, or while those are not counted yet (limits just set, no sweep
+ * yet) the sockets holding memory @held. */
+TCPBUF_POLICY __s64 tcpbuf_subtree_sockets(__s64 held, __s64 counted)
+{
+	return counted > held ? counted : held;
+}
+
+/* A socket's share of the headroom between @used and @target pages, among
+ * the @n sockets of the subtree and itself, in bytes. */
+TCPBUF_POLICY __s64 tcpbuf_headroom_share(__s64 target, __s64 used, __s64 n)
+{
+	__s64 room = (target - used) * TCPBUF_PAGE_SIZE;
+
+	return room > 0 ? (__s64)((__u64)room / (__u64)(n > 0 ? n + 1 : 1)) : 0;
+}
+
+/*
+ * In pressure each of @n sockets may hold a fair share of the middle of the
+ * hysteresis band, (min + pressure) / 2, never less than the sndbuf floor. The
+ * shares add up to less than pressure, so usage converges back under it as
+ * queues drain; and to more than min, so a load that keeps going settles
+ * inside the band instead of flapping between pressure and normal.
+ */
+TCPBUF_POLICY __s64 tcpbuf_fair_share(__u64 min, __u64 pressure, __s64 n)
+{
+	__u64 band = min && min < pressure ? (min + pressure) / 2 : pressure;
+
+	return tcpbuf_max_s64(band * TCPBUF_PAGE_SIZE / (__u64)(n > 0 ? n : 1),
+			      TCPBUF_SNDBUF_FLOOR);
+}
+
+/* A socket's caps, from the strictest of its limited ancestors. */
+struct tcpbuf_caps {
+	__s64 snd;	/* ceiling for sk_sndbuf, bytes (0: minimal) */
+	__s64 rcv;	/* ceiling for sk_rcvbuf, bytes; TCPBUF_CAP_NONE: leave to autotuning */
+	__s64 room;	/* the least share of a headroom any level's guards gave it */
+	__u32 state;	/* strictest state among the limited ancestors */
+	bool limited;	/* some ancestor has limits */
+};
+
+/* Where a walk over the ancestors starts: no cap. */
+#define TCPBUF_CAPS_NONE ((struct tcpbuf_caps){ .snd = TCPBUF_CAP_NONE, .rcv = TCPBUF_CAP_NONE, \
+						.room = TCPBUF_CAP_NONE,			\
+						.state = TCPBUF_STATE_NORMAL })
+
+/* The socket as the guards see it, bytes. */
+struct tcpbuf_sock_view {
+	__s64 unsent;		/* its send queue not sent yet */
+	__s64 rmem;		/* its receive memory */
+	__s64 chunk;		/* tcpbuf_send_chunk() */
+};
+
+
+/*
+ * Tighten *@c by the caps the limited ancestor whose usage entry (its state,
+ * usage, socket counts and its copy of the limits) is @u imposes on the
+ * socket @s. Each value is read where it is used, so a program's walk keeps
+ * no more of them live than it needs.
+ * - Send guard (max set): what it has not sent plus its share of the
+ *   headroom, less the skb it may fill past sk_sndbuf; nothing left means
+ *   minimal. In normal state the headroom is to pressure: crossing it must
+ *   stop growth at once, as the kernel's synchronous tcp_mem check does.
+ *   Below pressure never less than two skbs: with one in flight the
+ *   receiver acknowledges it only on its delayed-ACK timer.
+ * - Receive guard: the free receive space is what the window promises a
+ *   peer; kept within the share of the headroom to max, a stall closes
+ *   windows instead of leaving ingress to refuse segments, which TCP
+ *   recovers from only on its retransmission timer.
+ * - At max: writers to the minimum, receive buffers to what they hold plus
+ *   two pages (SO_RCVBUF halves and doubles, and a buffer under
+ *   sk_rmem_alloc makes TCP prune the queue at every segment), a zero window
+ *   without the kernel's minimum, which would make peers split segments.
+ * - In pressure: no socket past its fair share.
+ */
+TCPBUF_POLICY void tcpbuf_caps_level(struct tcpbuf_caps *c, const struct cgroup_usage *u,
+				     const struct tcpbuf_sock_view *s)
+{
+	const struct cgroup_limits *l = &u->limits;
+	__s64 used = u->usage_pages;
+	__s64 n = tcpbuf_subtree_sockets(u->sockets, u->established.sockets);
+	__s64 reserve = tcpbuf_sender_reserve(u->established.senders, l->max_pages);
+	__s64 snd = TCPBUF_CAP_NONE, rcv = TCPBUF_CAP_NONE;
+	__u32 state = u->state;
+
+	c->limited = true;
+	if (state > c->state)
+		c->state = state;
+	if (l->max_pages) {
+		bool to_pressure = state == TCPBUF_STATE_NORMAL && l->pressure_pages;
+		__s64 target = to_pressure ? l->pressure_pages : l->max_pages - reserve;
+		__s64 to_max = l->max_pages - reserve;
+		__s64 share = tcpbuf_headroom_share(target, used, n);
+		__s64 rcv_share = to_pressure ? tcpbuf_headroom_share(to_max, used, n) : share;
+
+		c->room = tcpbuf_min_s64(c->room, tcpbuf_min_s64(share, rcv_share));
+		share -= s->chunk;
+		snd = share > 0 ? s->unsent + share : 0;
+		if (to_pressure)
+			snd = tcpbuf_max_s64(snd, 2 * s->chunk);
+		rcv = s->rmem + rcv_share;
+	}
+	if (state == TCPBUF_STATE_MAX) {
+		snd = 0;
+		rcv = s->rmem + 2 * TCPBUF_PAGE_SIZE;
+	} else if (state == TCPBUF_STATE_PRESSURE) {
+		__s64 fair = tcpbuf_fair_share(l->min_pages, l->pressure_pages, n);
+
+		rcv = tcpbuf_min_s64(rcv, tcpbuf_max_s64(fair, TCPBUF_RCVBUF_FLOOR));
+		snd = tcpbuf_min_s64(snd, tcpbuf_max_s64(fair - s->chunk, TCPBUF_SNDBUF_FLOOR));
+	}
+	c->snd = tcpbuf_min_s64(c->snd, snd);
+	c->rcv = tcpbuf_min_s64(c->rcv, rcv);
+}
+
+/* ------------------------------------------------------- buffer targets */
+
+/*
+ * The sk_sndbuf a socket whose enforcement record is @se and whose sk_sndbuf
+ * is @cur should have under caps @c: limits gone, give it back (@ceiling, or
+ * the application's); first sight, lock it at least at @initial; back to
+ * normal, lift it; a writer keeping it half full (@wmem_queued), grow it;
+ * never past the cap. Each field is read where it decides.
+ */
+TCPBUF_POLICY __s64 tcpbuf_sndbuf_target(const struct tcpbuf_caps *c, const struct sock_enforce *se,
+					 __s64 cur, __s64 wmem_queued, __s64 ceiling, __s64 initial)
+{
+	__s64 want;
+
+	if (!c->limited)
+		return (se->user_locks & TCPBUF_SNDBUF_LOCK) ? se->user_sndbuf : ceiling;
+	if (se->user_locks & TCPBUF_SNDBUF_LOCK)
+		want = se->user_sndbuf;
+	else if (!(se->flags & TCPBUF_SE_SNDBUF_SET))
+		want = tcpbuf_max_s64(cur, initial);
+	else if (c->state == TCPBUF_STATE_NORMAL && se->state != TCPBUF_STATE_NORMAL)
+		want = ceiling;
+	else if (wmem_queued >= cur >> 1)
+		want = tcpbuf_min_s64(cur * 2, ceiling);
+	else
+		want = cur;
+	return tcpbuf_min_s64(want, c->snd);
+}
+
+/* The sk_rcvbuf it should have (@cur now); -1 leaves it alone: below its cap,
+ * a socket tcpbufd never set keeps the kernel's autotuning, and without
+ * limits only what tcpbufd set goes back (to @ceiling or the application's). */
+TCPBUF_POLICY __s64 tcpbuf_rcvbuf_target(const struct tcpbuf_caps *c, const struct sock_enforce *se,
+					 __s64 cur, __s64 ceiling)
+{
+	__s64 cap = ceiling;
+
+	if (!c->limited && !(se->flags & TCPBUF_SE_RCVBUF_SET))
+		return -1;
+	if (se->user_locks & TCPBUF_RCVBUF_LOCK)
+		cap = se->user_rcvbuf;
+	if (c->limited)
+		cap = tcpbuf_min_s64(cap, c->rcv);
+	if (cur > cap || (se->flags & TCPBUF_SE_RCVBUF_SET))
+		return cap;
+	return -1;
+}
+
+/* Sizes within a page (the kernel doubles and rounds) count as equal; growth
+ * smaller than an eighth is not worth a setsockopt. */
+TCPBUF_POLICY bool tcpbuf_buf_differs(__s64 cur, __s64 target, bool owned)
+{
+	if (!owned)
+		return true;
+	if (target < cur - TCPBUF_PAGE_SIZE)
+		return true;
+	return target > cur + (cur >> 3) && target > cur + TCPBUF_PAGE_SIZE;
+}
+
+/* ---------------------------------------------------------------- settled */
+
+/*
+ * A socket whose caps cannot change soon has them recomputed only about once
+ * a millisecond (TCPBUF_SETTLED_RECHECK_T), or at once on a state change.
+ * Settled:
+ * - far: normal state, and its shares of the headroom at least twice the
+ *   most SO_SNDBUF/SO_RCVBUF give (@snd_ceiling, @rcv_ceiling);
+ * - in pressure, held to its fair share with the headroom to max at least
+ *   twice that share (and an skb): usage would have to climb by half the
+ *   headroom, with every socket held to its share, before the guards took
+ *   over.
+ */
+#define TCPBUF_SETTLED_RECHECK_T	16	/* 1.024 ms in 64 us units (tcpbuf_settled_clock()) */
+
+TCPBUF_POLICY bool tcpbuf_caps_settled(const struct tcpbuf_caps *c, __s64 snd_ceiling,
+				       __s64 rcv_ceiling)
+{
+	bool far = c->state == TCPBUF_STATE_NORMAL && c->snd >= 2 * snd_ceiling &&
+		   c->rcv >= 2 * rcv_ceiling;
+	bool fair = c->state == TCPBUF_STATE_PRESSURE &&
+		    c->room >= 2 * tcpbuf_max_s64(c->snd + TCPBUF_SEND_CHUNK_MAX, c->rcv);
+
+	return c->limited && (far || fair);
+}
+
+/* Settled at its cap: no growth the full pass would grant (tcpbuf_buf_differs()). */
+TCPBUF_POLICY bool tcpbuf_snd_at_cap(__s64 cap, __s64 cur)
+{
+	return cap <= cur + tcpbuf_max_s64(cur >> 3, TCPBUF_PAGE_SIZE);
+}
+
+/* tcp_mstamp (us) in the 64 us units of sock_enforce.eval_t: wraps after
+ * 4.2 s, when a socket silent that long may skip one more millisecond. */
+TCPBUF_POLICY __u16 tcpbuf_settled_clock(__u64 mstamp_us)
+{
+	return (__u16)((__u32)mstamp_us >> 6);
+}
+
+TCPBUF_POLICY bool tcpbuf_settled_expired(__u16 now, __u16 eval_t)
+{
+	return (__u16)(now - eval_t) >= TCPBUF_SETTLED_RECHECK_T;
+}
+
+/* --------------------------------------------------------- sample targets */
+
+/*
+ * What a sample leaves charged where @before is charged and the footprint is
+ * @target. Exact samples (reconcile, sweep, destruction) and growth: the
+ * footprint. A lazy one (syscalls, segments) keeps the last page of a
+ * footprint that shrank (a reader holds one page after each send and none
+ * after each receive; the kernel keeps it in sk_forward_alloc for the same
+ * reason), and, if the socket's caps are @settled (its verdict still good),
+ * lets a shrink under TCPBUF_SAMPLE_SLACK_PAGES wait: the next segment brings
+ * the pages back. Never less than the socket holds.
+ */
+#define TCPBUF_SAMPLE_KEEP_PAGES	1
+#define TCPBUF_SAMPLE_SLACK_PAGES	8
+
+/* Whether the sample is a small shrink that waits if the caps are settled
+ * (asked first: finding out whether they are costs the programs a lookup). */
+TCPBUF_POLICY bool tcpbuf_sample_may_wait(__s64 before, __s64 target, bool exact)
+{
+	return !exact && target < before && before - target < TCPBUF_SAMPLE_SLACK_PAGES;
+}
+
+TCPBUF_POLICY __s64 tcpbuf_sample_target(__s64 before, __s64 target, bool exact, bool settled)
+{
+	__s64 keep;
+
+	if (exact || target >= before)
+		return target;
+	if (settled && tcpbuf_sample_may_wait(before, target, exact))
+		return before;
+	keep = before < TCPBUF_SAMPLE_KEEP_PAGES ? before : TCPBUF_SAMPLE_KEEP_PAGES;
+	return target < keep ? keep : target;
+}
+
+/* ------------------------------------------------------------ the rest */
+
+/* The limits' next generation: its low 16 bits, which a socket keeps, never 0. */
+TCPBUF_POLICY __u32 tcpbuf_limits_gen_next(__u32 gen)
+{
+	gen++;
+	return (__u16)gen ? gen : gen + 1;
+}
+
+/* Whether a cgroup whose unaccounted_sockets just rose to @now tells the
+ * daemon (TCPBUF_EVENT_UNACCOUNTED): at the first and at each doubling, so
+ * a flood of such sockets costs the ring buffer a few events, not one each. */
+TCPBUF_POLICY int tcpbuf_unaccounted_tell(__u32 now)
+{
+	return now && !(now & (now - 1));
+}
+
+#endif /* TCPBUF_POLICY_H */

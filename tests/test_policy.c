@@ -1,0 +1,701 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The enforcement policy (include/tcpbuf_policy.h) without root, BPF or
+ * traffic, in milliseconds: worked examples ("at usage U with these limits,
+ * the state is S and a socket's caps are C"), the order of the zones for
+ * every max up to 2^20, and a sweep holding each policy function to the
+ * inline formulas the BPF programs had before it existed, copied below as
+ * the reference.
+ */
+#include "harness.h"
+#include "tcpbuf_enforce.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------- the reference (old formulas) */
+
+static const __s64 ref_buf_floor = 16 << 10, ref_rcvbuf_floor = 64 << 10;
+
+struct ref_caps {
+	__s64 snd, rcv, room;
+	__u32 state;
+	bool limited;
+};
+
+static __s64 ref_min(__s64 a, __s64 b) { return a < b ? a : b; }
+static __s64 ref_max(__s64 a, __s64 b) { return a > b ? a : b; }
+
+static __s64 ref_sender_reserve_of(const struct cgroup_usage *u)
+{
+	__s64 senders = u->established.senders;
+	__s64 r = senders > 0 ? senders * 17 : 0;
+	__s64 quarter = u->limits.max_pages >> 2;
+
+	return r < quarter ? r : quarter;
+}
+
+static __s64 ref_reserve_point(__s64 max) { return max - (max >> 2) - (max >> 6) - 16; }
+static __s64 ref_max_watch_point(__s64 max) { return ref_reserve_point(max) - (max >> 4) - 64; }
+
+static __u32 ref_max_watch_update(__u32 watch, __s64 max, __s64 now)
+{
+	__s64 point;
+
+	if (!max)
+		return watch;
+	point = ref_max_watch_point(max);
+	if (!watch && now >= point)
+		return 1;
+	else if (watch && now < point - (max >> 5) - 16)
+		return 0;
+	return watch;
+}
+
+static __s64 ref_max_effective(const struct cgroup_usage *u, __s64 now)
+{
+	__s64 max = u->limits.max_pages;
+
+	if (now < ref_reserve_point(max))
+		return max;
+	return max - ref_sender_reserve_of(u);
+}
+
+static __s64 ref_max_exit_pages(__s64 max)
+{
+	__s64 margin = max >> 6 > 16 ? max >> 6 : 16;
+
+	return margin < max ? max - margin : 0;
+}
+
+static __u32 ref_next_state(__u32 old, __s64 now, __s64 max, const struct cgroup_limits *l,
+			    __u64 *crossed)
+{
+	__u64 pressure = l->pressure_pages;
+	__u64 min = l->min_pages ? l->min_pages : pressure;
+
+	if (max > 0 && (now >= max || (old == TCPBUF_STATE_MAX && now >= ref_max_exit_pages(max)))) {
+		*crossed = max;
+		return TCPBUF_STATE_MAX;
+	}
+	if (old == TCPBUF_STATE_NORMAL) {
+		*crossed = pressure;
+		return pressure && now >= (__s64)pressure ? TCPBUF_STATE_PRESSURE : old;
+	}
+	if (!pressure || now < (__s64)min) {
+		*crossed = pressure ? min : (__u64)max;
+		return TCPBUF_STATE_NORMAL;
+	}
+	*crossed = max;
+	return TCPBUF_STATE_PRESSURE;
+}
+
+/* ingress_walk_level()'s decision for one level */
+static bool ref_refuses(const struct cgroup_usage *u, __s64 want, __s64 rmem)
+{
+	const struct cgroup_limits *l = &u->limits;
+	__s64 max = ref_max_effective(u, want);
+
+	if (want > max) {
+		if (rmem == 0 && want <= (__s64)l->max_pages + (__s64)(l->max_pages >> 5))
+			return false;
+		return true;
+	}
+	return false;
+}
+
+static __u32 ref_near_next(__u32 near, __s64 sockets, __u64 bound_pages, __u64 pressure_pages,
+			   __u64 max_pages)
+{
+	__u64 t = pressure_pages && (!max_pages || pressure_pages < max_pages) ? pressure_pages
+									       : max_pages;
+	__u64 reach = sockets > 0 ? (__u64)sockets * bound_pages : 0;
+
+	if (!t)
+		return 1;
+	return near ? reach >= t / 4 : reach >= t / 2;
+}
+
+static __s64 ref_fair_share(const struct cgroup_limits *l, __s64 n)
+{
+	__u64 band = l->min_pages && l->min_pages < l->pressure_pages ?
+		     (l->min_pages + l->pressure_pages) / 2 : l->pressure_pages;
+
+	return ref_max(band * 4096 / (__u64)(n > 0 ? n : 1), ref_buf_floor);
+}
+
+static __s64 ref_subtree_sockets(const struct cgroup_usage *u)
+{
+	__s64 held = u->sockets, counted = u->established.sockets;
+
+	return counted > held ? counted : held;
+}
+
+static __s64 ref_headroom_share(__s64 target, __s64 used, __s64 n)
+{
+	__s64 room = (target - used) * 4096;
+
+	return room > 0 ? (__s64)((__u64)room / (__u64)(n > 0 ? n + 1 : 1)) : 0;
+}
+
+static void ref_caps_level(struct ref_caps *c, const struct cgroup_usage *u, __s64 unsent,
+			   __s64 rmem, __s64 chunk)
+{
+	const struct cgroup_limits *l = &u->limits;
+	__s64 used = u->usage_pages, n = ref_subtree_sockets(u), reserve = ref_sender_reserve_of(u);
+	__u32 state = u->state;
+	__s64 snd = (__s64)1 << 40, rcv = (__s64)1 << 40;
+
+	c->limited = true;
+	if (state > c->state)
+		c->state = state;
+	if (l->max_pages) {
+		bool to_pressure = state == TCPBUF_STATE_NORMAL && l->pressure_pages;
+		__s64 target = to_pressure ? l->pressure_pages : l->max_pages - reserve;
+		__s64 share = ref_headroom_share(target, used, n);
+		__s64 rcv_share = to_pressure ? ref_headroom_share(l->max_pages - reserve, used, n)
+					      : share;
+
+		c->room = ref_min(c->room, ref_min(share, rcv_share));
+		share -= chunk;
+		snd = share > 0 ? unsent + share : 0;
+		if (to_pressure)
+			snd = ref_max(snd, 2 * chunk);
+		rcv = rmem + rcv_share;
+	}
+	if (state == TCPBUF_STATE_MAX) {
+		snd = 0;
+		rcv = rmem + 2 * 4096;
+	} else if (state == TCPBUF_STATE_PRESSURE) {
+		__s64 fair = ref_fair_share(l, n);
+
+		rcv = ref_min(rcv, ref_max(fair, ref_rcvbuf_floor));
+		snd = ref_min(snd, ref_max(fair - chunk, ref_buf_floor));
+	}
+	c->snd = ref_min(c->snd, snd);
+	c->rcv = ref_min(c->rcv, rcv);
+}
+
+static __s64 ref_send_chunk(__s64 max_window)
+{
+	__s64 goal = max_window / 2;
+
+	if (goal <= 0 || goal > 65536)
+		goal = 65536;
+	return goal + 2048;
+}
+
+/* sndbuf_target(), rcvbuf_target(), buf_differs() over a socket's values */
+struct ref_sock {
+	__s64 sndbuf, rcvbuf, wmem_queued;
+	struct sock_enforce se;
+};
+
+static const __s64 ref_snd_ceiling = 4 << 20, ref_rcv_ceiling = 6 << 20, ref_initial = 16384;
+
+static __s64 ref_sndbuf_target(const struct ref_sock *sk, const struct ref_caps *c)
+{
+	const struct sock_enforce *se = &sk->se;
+	__s64 cur = sk->sndbuf, want;
+
+	if (!c->limited)
+		return (se->user_locks & TCPBUF_SNDBUF_LOCK) ? se->user_sndbuf : ref_snd_ceiling;
+	if (se->user_locks & TCPBUF_SNDBUF_LOCK)
+		want = se->user_sndbuf;
+	else if (!(se->flags & TCPBUF_SE_SNDBUF_SET))
+		want = ref_max(cur, ref_initial);
+	else if (c->state == TCPBUF_STATE_NORMAL && se->state != TCPBUF_STATE_NORMAL)
+		want = ref_snd_ceiling;
+	else if (sk->wmem_queued >= cur >> 1)
+		want = ref_min(cur * 2, ref_snd_ceiling);
+	else
+		want = cur;
+	return ref_min(want, c->snd);
+}
+
+static __s64 ref_rcvbuf_target(const struct ref_sock *sk, const struct ref_caps *c)
+{
+	const struct sock_enforce *se = &sk->se;
+	__s64 cur = sk->rcvbuf, cap = ref_rcv_ceiling;
+
+	if (!c->limited && !(se->flags & TCPBUF_SE_RCVBUF_SET))
+		return -1;
+	if (se->user_locks & TCPBUF_RCVBUF_LOCK)
+		cap = se->user_rcvbuf;
+	if (c->limited)
+		cap = ref_min(cap, c->rcv);
+	if (cur > cap || (se->flags & TCPBUF_SE_RCVBUF_SET))
+		return cap;
+	return -1;
+}
+
+static bool ref_buf_differs(__s64 cur, __s64 target, bool owned)
+{
+	if (!owned)
+		return true;
+	if (target < cur - 4096)
+		return true;
+	return target > cur + (cur >> 3) && target > cur + 4096;
+}
+
+/* caps_settled_note()'s two decisions */
+static bool ref_settled(const struct ref_caps *c)
+{
+	bool far = c->state == TCPBUF_STATE_NORMAL && c->snd >= 2 * ref_snd_ceiling &&
+		   c->rcv >= 2 * ref_rcv_ceiling;
+	bool fair = c->state == TCPBUF_STATE_PRESSURE &&
+		    c->room >= 2 * ref_max(c->snd + (65536 + 2048), c->rcv);
+
+	return c->limited && (far || fair);
+}
+
+static bool ref_at_cap(__s64 snd, __s64 cur) { return snd <= cur + ref_max(cur >> 3, 4096); }
+
+/* sample_target(), with sample_shrink_waits() given the settled verdict */
+static __s64 ref_sample_target(__s64 before, __s64 target, bool exact, bool settled)
+{
+	__s64 keep;
+
+	if (exact || target >= before)
+		return target;
+	if (before - target < 8 && settled)
+		return before;
+	keep = before < 1 ? before : 1;
+	return target < keep ? keep : target;
+}
+
+static __u64 ref_sock_bound(long tcp_rmem2, long rmem_max, long tcp_wmem2, long wmem_max)
+{
+	return ((tcp_rmem2 > 2 * rmem_max ? tcp_rmem2 : 2 * rmem_max) +
+		(tcp_wmem2 > 2 * wmem_max ? tcp_wmem2 : 2 * wmem_max) + (256 << 10)) / 4096;
+}
+
+/* rule_thresholds() (src/config.c) */
+static void ref_thresholds(__u64 max_pages, __u64 limit_pages, __u64 pressure_pages,
+			   __u64 min_pages, __u64 *min, __u64 *pressure, __u64 *max)
+{
+	__u64 mx = max_pages ? max_pages : limit_pages;
+	__u64 pr = pressure_pages;
+	__u64 mn = min_pages;
+
+	if (mx == 0)
+		mx = 1;
+	if (!pr) {
+		pr = mx / 4 * 3 + mx % 4 * 3 / 4;
+		if (mn && pr < mn)
+			pr = mn;
+		if (pr > mx)
+			pr = mx;
+		if (pr == 0)
+			pr = 1;
+	}
+	if (!mn) {
+		mn = mx / 2;
+		if (mn > pr)
+			mn = pr;
+		if (mn == 0)
+			mn = 1;
+	}
+	*min = mn;
+	*pressure = pr;
+	*max = mx;
+}
+
+/* ------------------------------------------------------ the policy, driven */
+
+static struct tcpbuf_sock_view view_of(__s64 unsent, __s64 rmem, __s64 chunk)
+{
+	return (struct tcpbuf_sock_view){ .unsent = unsent, .rmem = rmem, .chunk = chunk };
+}
+
+/* The state a charge to @now leaves from @old (cgroup_state_update()). */
+static __u32 state_at(const struct cgroup_usage *u, __u32 old, __s64 now, __u64 *crossed)
+{
+	__s64 max = u->limits.max_pages;
+	__s64 eff = max ? tcpbuf_max_effective(max, u->established.senders, now) : 0;
+
+	return tcpbuf_next_state(old, now, eff, u->limits.pressure_pages, u->limits.min_pages,
+				 crossed);
+}
+
+static struct cgroup_usage usage_of(__u64 min, __u64 pressure, __u64 max, __s64 used,
+				    __u32 state, __s64 sockets, __s64 senders)
+{
+	struct cgroup_usage u;
+
+	memset(&u, 0, sizeof(u));
+	u.limits = (struct cgroup_limits){ .limit_pages = max ? max : pressure, .min_pages = min,
+					   .pressure_pages = pressure, .max_pages = max };
+	u.usage_pages = used;
+	u.state = state;
+	u.sockets = sockets;
+	u.established.sockets = sockets;
+	u.established.senders = senders;
+	return u;
+}
+
+/* ---------------------------------------------------------- worked examples */
+
+#define N TCPBUF_STATE_NORMAL
+#define P TCPBUF_STATE_PRESSURE
+#define M TCPBUF_STATE_MAX
+#define NONE TCPBUF_CAP_NONE
+
+/*
+ * One limited cgroup (min, pressure, max in pages, 4 KiB each), its usage
+ * and state before a charge to `used`, its sockets and writers; then the
+ * state the charge leaves and the caps of one of its sockets that has 8 KiB
+ * unsent, 16 KiB received and a 64 KiB send chunk (66,560 bytes).
+ */
+static const struct state_case {
+	const char *what;
+	__u64 min, pressure, max;
+	__s64 used;
+	__u32 old;
+	__s64 sockets, senders;
+	__u32 want_state;
+	__s64 want_snd, want_rcv;
+} state_cases[] = {
+	/* 16 MiB: min 8 MiB, pressure 12 MiB; 10 sockets, no writers */
+	{ "far below pressure", 2048, 3072, 4096, 1000, N, 10, 0, N, 712145, 1169221 },
+	{ "one page short of pressure", 2048, 3072, 4096, 3071, N, 10, 0, N, 135168, 398056 },
+	{ "pressure entered at 3072", 2048, 3072, 4096, 3072, N, 10, 0, P, 321908, 397684 },
+	{ "pressure held inside the band", 2048, 3072, 4096, 2500, P, 10, 0, P, 534900, 610676 },
+	{ "normal again below min", 2048, 3072, 4096, 2047, P, 10, 0, N, 322280, 779357 },
+	{ "max at 4096", 2048, 3072, 4096, 4096, P, 10, 0, M, 0, 24576 },
+	{ "max held at its exit 4032", 2048, 3072, 4096, 4032, M, 10, 0, M, 0, 24576 },
+	{ "max left below it", 2048, 3072, 4096, 4031, M, 10, 0, P, 0, 40587 },
+	/* 100 writers: 1700 pages of reserve, at most max/4 = 1024 */
+	{ "reserve not counted at 2991", 2048, 3072, 4096, 2991, P, 100, 100, P, 0, 19668 },
+	{ "max effective 3072 from 2992", 2048, 3072, 4096, 3072, P, 100, 100, M, 0, 24576 },
+	{ "its exit 3024 (3072 - 48)", 2048, 3072, 4096, 3024, M, 100, 100, M, 0, 24576 },
+	{ "left below it", 2048, 3072, 4096, 3023, M, 100, 100, P, 0, 18371 },
+	/* no pressure threshold: normal until max */
+	{ "no pressure: normal at 4095", 0, 0, 4096, 4095, N, 1, 0, N, 0, 18432 },
+	{ "no pressure: max at 4096", 0, 0, 4096, 4096, N, 1, 0, M, 0, 24576 },
+	{ "no pressure: normal below the exit", 0, 0, 4096, 4000, M, 1, 0, N, 137216, 212992 },
+	/* a small max: 100 pages, exit 84 (16 pages of margin) */
+	{ "small max: at 100", 50, 75, 100, 100, N, 1, 0, M, 0, 24576 },
+	{ "small max: held at 84", 50, 75, 100, 84, M, 1, 0, M, 0, 24576 },
+	{ "small max: left at 83", 50, 75, 100, 83, M, 1, 0, P, 0, 51200 },
+};
+
+/* (Regenerate the expected values from the reference: TEST_POLICY_PRINT=1.) */
+static void check_state_cases(bool print)
+{
+	for (size_t i = 0; i < sizeof(state_cases) / sizeof(state_cases[0]); i++) {
+		const struct state_case *k = &state_cases[i];
+		struct cgroup_usage u = usage_of(k->min, k->pressure, k->max, k->used, k->old,
+						 k->sockets, k->senders);
+		struct tcpbuf_caps c = TCPBUF_CAPS_NONE;
+		struct tcpbuf_sock_view s = view_of(8192, 16384, ref_send_chunk(1 << 20));
+		__u64 crossed = 0;
+
+		if (print) {	/* the reference's answer, for the table */
+			struct ref_caps rc = { NONE, NONE, NONE, 0, 0 };
+			__s64 eff = k->max ? ref_max_effective(&u, k->used) : 0;
+
+			u.state = ref_next_state(k->old, k->used, eff, &u.limits, &crossed);
+			ref_caps_level(&rc, &u, 8192, 16384, ref_send_chunk(1 << 20));
+			printf("%s: %u, %lld, %lld\n", k->what, u.state, (long long)rc.snd,
+			       (long long)rc.rcv);
+		}
+		u.state = state_at(&u, k->old, k->used, &crossed);
+		tcpbuf_caps_level(&c, &u, &s);
+		test_log("%s: state %u (want %u), snd %lld (want %lld), rcv %lld (want %lld)",
+			 k->what, u.state, k->want_state, (long long)c.snd, (long long)k->want_snd,
+			 (long long)c.rcv, (long long)k->want_rcv);
+		EXPECT_EQ(u.state, k->want_state);
+		EXPECT_EQ(c.snd, k->want_snd);
+		EXPECT_EQ(c.rcv, k->want_rcv);
+	}
+}
+
+/* The zones of a few maxes, each line by name. */
+static const struct zones_case {
+	__s64 max;
+	struct tcpbuf_zones want;
+	__s64 exit;
+} zones_cases[] = {
+	{ 4096, { .watch_clear = 2528, .watch_point = 2672, .reserve_point = 2992, .max = 4096,
+		  .slack_end = 4224 }, 4032 },
+	{ 256, { .watch_clear = 68, .watch_point = 92, .reserve_point = 172, .max = 256,
+		 .slack_end = 264 }, 240 },
+	{ 100, { .watch_clear = -31, .watch_point = -12, .reserve_point = 58, .max = 100,
+		 .slack_end = 103 }, 84 },
+	{ 262144, { .watch_clear = 167840, .watch_point = 176048, .reserve_point = 192496,
+		    .max = 262144, .slack_end = 270336 }, 258048 },
+};
+
+static void check_zones_cases(void)
+{
+	for (size_t i = 0; i < sizeof(zones_cases) / sizeof(zones_cases[0]); i++) {
+		const struct zones_case *k = &zones_cases[i];
+		struct tcpbuf_zones z = tcpbuf_zones_of(k->max);
+
+		test_log("max %lld: clear %lld watch %lld reserve %lld slack_end %lld exit %lld",
+			 (long long)k->max, (long long)z.watch_clear, (long long)z.watch_point,
+			 (long long)z.reserve_point, (long long)z.slack_end,
+			 (long long)tcpbuf_max_exit(k->max));
+		EXPECT_EQ(z.watch_clear, k->want.watch_clear);
+		EXPECT_EQ(z.watch_point, k->want.watch_point);
+		EXPECT_EQ(z.reserve_point, k->want.reserve_point);
+		EXPECT_EQ(z.max, k->want.max);
+		EXPECT_EQ(z.slack_end, k->want.slack_end);
+		EXPECT_EQ(tcpbuf_max_exit(k->max), k->exit);
+	}
+}
+
+/*
+ * The order the header promises, for every max up to 2^20 and every reserve
+ * the writers can take (its extremes: none and a quarter of max), and each
+ * line against the inline code it replaced.
+ */
+static void check_zones_order(void)
+{
+	long bad = 0;
+
+	for (__s64 max = 1; max <= 1 << 20; max++) {
+		struct tcpbuf_zones z = tcpbuf_zones_of(max);
+		__s64 q = tcpbuf_sender_reserve((__s64)1 << 40, max);
+		__s64 eff_lo = max - q;
+		bool ok = z.watch_clear < z.watch_point && z.watch_point < z.reserve_point &&
+			  z.reserve_point <= tcpbuf_max_exit(eff_lo) &&
+			  z.reserve_point <= tcpbuf_max_exit(max) && z.max < z.slack_end + 1 &&
+			  z.max <= z.slack_end && (max < 2 || tcpbuf_max_exit(max) < max);
+
+		if (!ok && bad++ < 5)
+			test_log("zones out of order at max %lld", (long long)max);
+		/* each line as the old inline code had it */
+		if ((z.reserve_point != ref_reserve_point(max) ||
+		     z.watch_point != ref_max_watch_point(max) ||
+		     z.watch_clear != ref_max_watch_point(max) - (max >> 5) - 16 ||
+		     z.slack_end != max + (__s64)((__u64)max >> 5) ||
+		     tcpbuf_max_exit(max) != ref_max_exit_pages(max)) && bad++ < 5)
+			test_log("zones differ from the old lines at max %lld", (long long)max);
+	}
+	EXPECT_EQ(bad, 0);
+}
+
+/* ------------------------------------------------------------- the sweep */
+
+static long mismatches;
+
+#define SAME(what, got, want, fmt, ...) do {						\
+	long long g_ = (long long)(got), w_ = (long long)(want);			\
+	if (g_ != w_ && mismatches++ < 10)						\
+		test_log("%s, %s: got %lld, reference %lld (" fmt ")", __func__, what,	\
+			 g_, w_, __VA_ARGS__);						\
+} while (0)
+
+static const __u64 maxes[] = { 0, 1, 2, 15, 16, 17, 63, 64, 65, 100, 119, 120, 121, 255, 256,
+			       1000, 1024, 4095, 4096, 4097, 65536, 262144, 1 << 22 };
+#define N_MAXES (sizeof(maxes) / sizeof(maxes[0]))
+
+static void sweep_states(void)
+{
+	static const __s64 senders[] = { -1, 0, 1, 3, 60, 1000 };
+
+	for (size_t mi = 0; mi < N_MAXES; mi++) {
+		__u64 max = maxes[mi];
+
+		for (int pi = 0; pi < 4; pi++) {
+			/* no pressure, pressure at max/2, 3/4, at max itself */
+			__u64 pressure = pi == 0 ? 0 : pi == 3 ? max : max * (pi + 1) / 4;
+
+			for (int ni = 0; ni < 3; ni++) {
+				__u64 min = ni == 0 ? 0 : ni == 1 ? pressure / 2 : pressure + 1;
+
+				for (size_t si = 0; si < sizeof(senders) / sizeof(senders[0]); si++) {
+					struct cgroup_usage u = usage_of(min, pressure, max, 0, 0, 1,
+									 senders[si]);
+					__s64 hi = (__s64)(max ? max : pressure) * 9 / 8 + 40;
+					__s64 step = hi > 4000 ? hi / 4000 : 1;
+
+					for (__s64 now = -3; now <= hi; now += step) {
+						for (__u32 old = 0; old <= 2; old++) {
+							__u64 c1 = 7, c2 = 7;
+							__s64 eff = max ? ref_max_effective(&u, now) : 0;
+							__u32 want = ref_next_state(old, now, eff,
+										    &u.limits, &c1);
+							__u32 got = state_at(&u, old, now, &c2);
+
+							SAME("state", got, want, "max %llu now %lld old %u",
+							     (unsigned long long)max, (long long)now, old);
+							SAME("crossed", c2, c1, "max %llu now %lld old %u",
+							     (unsigned long long)max, (long long)now, old);
+						}
+						for (__u32 w = 0; w <= 1; w++)
+							SAME("watch", tcpbuf_max_watch_next(w, now, max),
+							     ref_max_watch_update(w, max, now),
+							     "max %llu now %lld", (unsigned long long)max,
+							     (long long)now);
+						if (max) {
+							__s64 eff = tcpbuf_max_effective(max, senders[si], now);
+
+							SAME("effective", eff, ref_max_effective(&u, now),
+							     "max %llu now %lld", (unsigned long long)max,
+							     (long long)now);
+							for (__s64 rmem = 0; rmem <= 1; rmem++)
+								SAME("refuses",
+								     tcpbuf_ingress_refuses(now, eff, max, rmem),
+								     ref_refuses(&u, now, rmem), "max %llu now %lld",
+								     (unsigned long long)max, (long long)now);
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+static void sweep_caps(void)
+{
+	static const __s64 counts[] = { 0, 1, 2, 7, 100, 10000 };
+	static const __s64 unsents[] = { 0, 4096, 1 << 20 };
+	static const __s64 windows[] = { 0, 1000, 131072, 1 << 24 };
+
+	for (size_t mi = 0; mi < N_MAXES; mi++) {
+		__u64 max = maxes[mi];
+
+		for (int pi = 0; pi < 3; pi++) {
+			__u64 pressure = pi == 0 ? 0 : max * (pi + 1) / 4;
+			__u64 min = pressure / 2;
+
+			for (__u32 state = 0; state <= 2; state++)
+			for (size_t ci = 0; ci < sizeof(counts) / sizeof(counts[0]); ci++)
+			for (size_t ui = 0; ui < sizeof(unsents) / sizeof(unsents[0]); ui++)
+			for (size_t wi = 0; wi < sizeof(windows) / sizeof(windows[0]); wi++)
+			for (__s64 used = -1; used <= (__s64)max + 2; used += max > 64 ? max / 64 : 1) {
+				struct cgroup_usage u = usage_of(min, pressure, max, used, state,
+								 counts[ci], counts[ci] / 2);
+				__s64 chunk = tcpbuf_send_chunk(windows[wi]);
+				struct ref_caps rc = { (__s64)1 << 40, (__s64)1 << 40, (__s64)1 << 40, 0, 0 };
+				struct tcpbuf_caps c = TCPBUF_CAPS_NONE;
+				struct tcpbuf_sock_view s = view_of(unsents[ui], unsents[ui] / 2, chunk);
+
+				u.sockets = counts[ci] / 3;	/* held fewer than counted */
+				SAME("chunk", chunk, ref_send_chunk(windows[wi]), "window %lld",
+				     (long long)windows[wi]);
+				/* two levels: the second tightens what the first gave */
+				for (int lv = 0; lv < 2; lv++) {
+					ref_caps_level(&rc, &u, unsents[ui], unsents[ui] / 2, chunk);
+					tcpbuf_caps_level(&c, &u, &s);
+				}
+				SAME("snd", c.snd, rc.snd, "max %llu used %lld state %u n %lld",
+				     (unsigned long long)max, (long long)used, state, (long long)counts[ci]);
+				SAME("rcv", c.rcv, rc.rcv, "max %llu used %lld state %u",
+				     (unsigned long long)max, (long long)used, state);
+				SAME("room", c.room, rc.room, "max %llu used %lld state %u",
+				     (unsigned long long)max, (long long)used, state);
+				SAME("state", c.state, rc.state, "state %u", state);
+				SAME("settled", tcpbuf_caps_settled(&c, ref_snd_ceiling, ref_rcv_ceiling),
+				     ref_settled(&rc), "max %llu used %lld state %u",
+				     (unsigned long long)max, (long long)used, state);
+				SAME("fair", tcpbuf_fair_share(min, pressure, counts[ci]),
+				     ref_fair_share(&u.limits, counts[ci]), "n %lld", (long long)counts[ci]);
+			}
+		}
+	}
+}
+
+static void sweep_buffers(void)
+{
+	static const __s64 sizes[] = { 0, 2304, 4096, 16384, 65536, 100000, 1 << 20, 4 << 20,
+				       8 << 20 };
+	static const __s64 caps[] = { 0, 4096, 20000, 65536, 1 << 20, 5 << 20, (__s64)1 << 40 };
+
+	for (size_t a = 0; a < sizeof(sizes) / sizeof(sizes[0]); a++)
+	for (size_t b = 0; b < sizeof(sizes) / sizeof(sizes[0]); b++)
+	for (size_t k = 0; k < sizeof(caps) / sizeof(caps[0]); k++)
+	for (int flags = 0; flags < 16; flags++)
+	for (__u32 st = 0; st <= 2; st++) {
+		struct ref_sock sk = { .sndbuf = sizes[a], .rcvbuf = sizes[a], .wmem_queued = sizes[b] };
+		struct ref_caps rc = { caps[k], caps[k], 0, st, flags & 1 };
+		struct tcpbuf_caps c = { caps[k], caps[k], 0, st, flags & 1 };
+
+		sk.se.flags = (flags & 2 ? TCPBUF_SE_SNDBUF_SET | TCPBUF_SE_RCVBUF_SET : 0);
+		sk.se.user_locks = flags & 4 ? TCPBUF_SNDBUF_LOCK | TCPBUF_RCVBUF_LOCK : 0;
+		sk.se.user_sndbuf = sk.se.user_rcvbuf = 30000;
+		sk.se.state = flags & 8 ? TCPBUF_STATE_PRESSURE : TCPBUF_STATE_NORMAL;
+		SAME("sndbuf", tcpbuf_sndbuf_target(&c, &sk.se, sk.sndbuf, sk.wmem_queued,
+						      ref_snd_ceiling, ref_initial),
+		     ref_sndbuf_target(&sk, &rc), "cur %lld cap %lld flags %d", (long long)sizes[a],
+		     (long long)caps[k], flags);
+		SAME("rcvbuf", tcpbuf_rcvbuf_target(&c, &sk.se, sk.rcvbuf, ref_rcv_ceiling),
+		     ref_rcvbuf_target(&sk, &rc), "cur %lld cap %lld flags %d", (long long)sizes[a],
+		     (long long)caps[k], flags);
+		SAME("differs", tcpbuf_buf_differs(sizes[a], sizes[b], flags & 2),
+		     ref_buf_differs(sizes[a], sizes[b], flags & 2), "%lld -> %lld",
+		     (long long)sizes[a], (long long)sizes[b]);
+		SAME("at cap", tcpbuf_snd_at_cap(caps[k], sizes[a]), ref_at_cap(caps[k], sizes[a]),
+		     "cap %lld cur %lld", (long long)caps[k], (long long)sizes[a]);
+	}
+}
+
+static void sweep_rest(void)
+{
+	static const __u64 thresholds[] = { 0, 1, 3, 4, 100, 4096, 1 << 20 };
+
+	for (__s64 before = -2; before <= 40; before++)
+		for (__s64 target = -2; target <= 40; target++)
+			for (int k = 0; k < 4; k++)
+				SAME("sample", tcpbuf_sample_target(before, target, k & 1,
+								    (k & 2) && tcpbuf_sample_may_wait(before, target, k & 1)),
+				     ref_sample_target(before, target, k & 1, k & 2),
+				     "before %lld target %lld", (long long)before, (long long)target);
+	for (size_t p = 0; p < sizeof(thresholds) / sizeof(thresholds[0]); p++)
+		for (size_t m = 0; m < sizeof(thresholds) / sizeof(thresholds[0]); m++)
+			for (__s64 n = -1; n <= 2000; n++)
+				for (__u32 near = 0; near <= 1; near++)
+					SAME("near", tcpbuf_near_next(near, n, 2624, thresholds[p],
+								      thresholds[m]),
+					     ref_near_next(near, n, 2624, thresholds[p], thresholds[m]),
+					     "n %lld", (long long)n);
+	for (long r = 0; r <= 8 << 20; r += 1 << 19)
+		for (long w = 0; w <= 8 << 20; w += 1 << 19)
+			SAME("bound", tcpbuf_sock_bound_pages(r, 212992, w, 212992),
+			     ref_sock_bound(r, 212992, w, 212992), "%ld %ld", r, w);
+	for (__u64 mx = 0; mx <= 70; mx++)
+		for (__u64 pr = 0; pr <= 72; pr += 3)
+			for (__u64 mn = 0; mn <= 72; mn += 5) {
+				struct tcpbuf_thresholds t = tcpbuf_thresholds_of(mx, pr, mn);
+				__u64 rmn, rpr, rmx;
+
+				ref_thresholds(0, mx, pr, mn, &rmn, &rpr, &rmx);
+				SAME("min", t.min, rmn, "max %llu", (unsigned long long)mx);
+				SAME("pressure", t.pressure, rpr, "max %llu", (unsigned long long)mx);
+				SAME("max", t.max, rmx, "max %llu", (unsigned long long)mx);
+			}
+	for (__u32 g = 0xfffd; g != 0x20003; g++) {
+		__u32 next = tcpbuf_limits_gen_next(g);
+
+		if ((__u16)next == 0 || next == g)
+			SAME("gen", next, g + 1, "gen %u", g);
+	}
+	EXPECT_EQ(tcpbuf_thresholds_of(4096, 0, 0).min, 2048);
+	EXPECT_EQ(tcpbuf_thresholds_of(4096, 0, 0).pressure, 3072);
+	EXPECT_EQ(tcpbuf_thresholds_of(4096, 0, 3500).pressure, 3500);	/* never below min */
+	EXPECT_EQ(tcpbuf_limits_gen_next(0xffff), 0x10001);
+	EXPECT_EQ(tcpbuf_limits_gen_next(5), 6);
+	EXPECT_TRUE(tcpbuf_settled_expired(tcpbuf_settled_clock(16 * 64), 0));
+	EXPECT_FALSE(tcpbuf_settled_expired(tcpbuf_settled_clock(16 * 64 - 1), 0));
+	/* wraps: 4.2 s later the clock reads as just after */
+	EXPECT_FALSE(tcpbuf_settled_expired(tcpbuf_settled_clock(((__u64)1 << 22) + 64), 0));
+}
+
+int main(void)
+{
+	test_init();
+	check_zones_cases();
+	check_state_cases(getenv("TEST_POLICY_PRINT") != NULL);
+	check_zones_order();
+	sweep_states();
+	sweep_caps();
+	sweep_buffers();
+	sweep_rest();
+	test_log("%ld mismatches against the old formulas", mismatches);
+	EXPECT_EQ(mismatches, 0);
+	return test_done();
+}
