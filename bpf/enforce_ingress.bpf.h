@@ -52,6 +52,7 @@ struct ingress_walk {
 	__s64 pages;		/* what the segment adds to usage: it and the socket's
 				 * backlog (sampled mode: less what is charged) */
 	__s64 rmem;		/* the socket's receive memory, bytes */
+	bool ready;		/* its reader took everything it was given */
 	bool refused;
 };
 
@@ -75,13 +76,32 @@ static long ingress_walk_level(__u64 i, void *ctx)
 	if (!u || !u->limits.max_pages)
 		return 0;
 	want = u->usage_pages + w->pages;
-	if (!tcpbuf_ingress_refuses(want, max_effective(u, want), u->limits.max_pages, w->rmem))
+	if (!tcpbuf_ingress_refuses(want, max_effective(u, want), u->limits.max_pages, w->rmem,
+				    w->ready))
 		return 0;
 	__sync_fetch_and_add(&u->failcnt, 1);
 	/* Refusing is being at max, though usage stays just under it. */
 	cgroup_state_update(id, u, want);
 	w->refused = true;
 	return 1;
+}
+
+/* Someone waits on the socket: a reader blocked in recv(), or one that
+ * polls it (poll, select, epoll). */
+static __always_inline bool sk_has_waiter(const struct sock *sk)
+{
+	struct socket_wq *wq = sk->sk_wq;
+
+	if (!wq)
+		return false;
+	return (unsigned long)wq->wait.head.next != (unsigned long)&wq->wait.head;
+}
+
+/* The reader has taken everything the socket was given, and has taken
+ * some or waits for more: data for it is read, not held. */
+static __always_inline bool reader_ready(const struct sock *sk, const struct tcp_sock *tp)
+{
+	return tp->copied_seq == tp->rcv_nxt && (tp->bytes_received || sk_has_waiter(sk));
 }
 
 /* Whether the segment carries anything TCP has not received yet. */
@@ -239,6 +259,7 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 		return 1;	/* a duplicate: TCP ignores it, nothing to refuse */
 	if (near_max) {
 		w.rmem = sk->sk_backlog.rmem_alloc.counter;
+		w.ready = w.rmem == 0 && reader_ready(sk, tp);
 		/* Sampled mode: usage has this socket at what it charged; what
 		 * it would hold with the segment (counted as when it was
 		 * charged before) is what the walk adds, and what is charged

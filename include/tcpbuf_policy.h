@@ -234,14 +234,20 @@ TCPBUF_POLICY __u32 tcpbuf_max_watch_next(__u32 watch, __s64 now, __s64 max)
  * whose max is @max and effective max @effective. A socket with nothing
  * queued (@rmem 0) still gets it up to slack_end (the kernel forces memory
  * for an empty queue too; refused, its peer backs off and might not get a
- * turn for minutes), measured from max itself: what writers already queued
- * can only drain through such sockets.
+ * turn for minutes), measured from max itself. Past slack_end it still gets
+ * it while its reader is ready (@ready: has taken all it was given, and
+ * some, or waits for more): what holds usage there is then the writers'
+ * queues, which only such sockets can drain, and refusing them would stall
+ * the subtree for good.
  */
-TCPBUF_POLICY bool tcpbuf_ingress_refuses(__s64 want, __s64 effective, __s64 max, __s64 rmem)
+TCPBUF_POLICY bool tcpbuf_ingress_refuses(__s64 want, __s64 effective, __s64 max, __s64 rmem,
+					  bool ready)
 {
 	if (want <= effective)
 		return false;
-	return !(rmem == 0 && want <= tcpbuf_zones_of(max).slack_end);
+	if (rmem != 0)
+		return true;
+	return !ready && want > tcpbuf_zones_of(max).slack_end;
 }
 
 /* ----------------------------------------------------------- near and far */

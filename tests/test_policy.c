@@ -92,13 +92,13 @@ static __u32 ref_next_state(__u32 old, __s64 now, __s64 max, const struct cgroup
 }
 
 /* ingress_walk_level()'s decision for one level */
-static bool ref_refuses(const struct cgroup_usage *u, __s64 want, __s64 rmem)
+static bool ref_refuses(const struct cgroup_usage *u, __s64 want, __s64 rmem, bool drained)
 {
 	const struct cgroup_limits *l = &u->limits;
 	__s64 max = ref_max_effective(u, want);
 
 	if (want > max) {
-		if (rmem == 0 && want <= (__s64)l->max_pages + (__s64)(l->max_pages >> 5))
+		if (rmem == 0 && (drained || want <= (__s64)l->max_pages + (__s64)(l->max_pages >> 5)))
 			return false;
 		return true;
 	}
@@ -538,10 +538,12 @@ static void sweep_states(void)
 							     "max %llu now %lld", (unsigned long long)max,
 							     (long long)now);
 							for (__s64 rmem = 0; rmem <= 1; rmem++)
-								SAME("refuses",
-								     tcpbuf_ingress_refuses(now, eff, max, rmem),
-								     ref_refuses(&u, now, rmem), "max %llu now %lld",
-								     (unsigned long long)max, (long long)now);
+								for (int d = 0; d <= 1; d++)
+									SAME("refuses",
+									     tcpbuf_ingress_refuses(now, eff, max, rmem, d),
+									     ref_refuses(&u, now, rmem, d),
+									     "max %llu now %lld drained %d",
+									     (unsigned long long)max, (long long)now, d);
 						}
 					}
 				}

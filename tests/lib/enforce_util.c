@@ -319,15 +319,22 @@ static void xchild(const struct xload_opts *o, int cmd, int rep)
 
 				for (int i = 0; i < o->nconn; i++)
 					shutdown(c[i].snd, SHUT_WR);
-				while (open && now_sec() < deadline) {
+				struct pollfd *pf = calloc(o->nconn, sizeof(*pf));
+
+				/* Readers as an event loop has them: waiting in
+				 * poll() on every socket not at its end. */
+				while (pf && open && now_sec() < deadline) {
 					open = 0;
 					for (int i = 0; i < o->nconn; i++) {
 						xpull(&c[i], i, -1);
-						open += !c[i].eof;
+						if (!c[i].eof)
+							pf[open++] = (struct pollfd){ .fd = c[i].rcv,
+										      .events = POLLIN };
 					}
 					if (open)
-						msleep(2);
+						poll(pf, open, 10);
 				}
+				free(pf);
 				for (int i = 0; i < o->nconn && bad < 0; i++)
 					if (c[i].bad || c[i].received != c[i].sent || !c[i].eof)
 						bad = i;
