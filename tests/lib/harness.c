@@ -855,6 +855,23 @@ const char *daemon_write_config(const char *fmt, ...)
 	return h_conf;
 }
 
+void daemon_own_netns(void)
+{
+	char *wrapper, *bin = realpath(tcpbufd_path(), NULL);
+	FILE *f;
+
+	ASSERT_TRUE(bin != NULL);
+	ASSERT_TRUE(asprintf(&wrapper, "%s/tcpbufd-netns", test_tmpdir()) > 0);
+	f = fopen(wrapper, "w");
+	ASSERT_TRUE(f != NULL);
+	fprintf(f, "#!/bin/sh\nexec unshare -n %s \"$@\"\n", bin);
+	fclose(f);
+	ASSERT_OK(chmod(wrapper, 0755));
+	setenv("TCPBUFD", wrapper, 1);
+	free(wrapper);
+	free(bin);
+}
+
 void daemon_write_dropin(const char *name, const char *fmt, ...)
 {
 	char path[PATH_MAX], *text;

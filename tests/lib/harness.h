@@ -188,6 +188,10 @@ int daemon_pinned_fd(const char *name);
 int daemon_pinned_lookup(const char *name, const void *key, void *value);
 /* Write the main config (printf format); daemon_start() then passes -c. */
 const char *daemon_write_config(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* From now on daemon_start() runs the daemon in a network namespace of its
+ * own (unshare -n): its passes then walk only the namespaces of the test's
+ * sockets, and no socket of the host takes a table entry. */
+void daemon_own_netns(void);
 /* Write drop-in @name (printf format) into daemon_confdir(); stops the test if it cannot. */
 void daemon_write_dropin(const char *name, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
