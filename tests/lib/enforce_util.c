@@ -399,6 +399,18 @@ void xload_close(struct xload *l)
 	free(l);
 }
 
+int netns_has_optmem(void)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(unshare(CLONE_NEWNET) || access("/proc/sys/net/core/optmem_max", W_OK) ? 1 : 0);
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return 0;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 /* ----------------------------------------------------------- throughput */
 
 /* Both ends on one CPU: left to the scheduler, the two ends share a CPU in
@@ -727,6 +739,19 @@ int wait_state(const char *path, const char *want, int timeout_ms)
 		msleep(10);
 	}
 	return -1;
+}
+
+int64_t wait_field(const char *path, const char *key, int64_t want, int timeout_ms)
+{
+	int64_t v = -1;
+
+	for (int t = 0; t < timeout_ms; t += 50) {
+		v = status_field(path, key);
+		if (v == want)
+			break;
+		msleep(50);
+	}
+	return v;
 }
 
 int daemon_reload_until(const char *path, int64_t limit_pages, int timeout_ms)
