@@ -835,24 +835,44 @@ const char *daemon_confdir(void)
 	return h_confdir;
 }
 
-const char *daemon_write_config(const char *fmt, ...)
+/* Write @path (printf format), or stop the test saying why. */
+static void write_file_or_abort(const char *path, const char *fmt, va_list ap)
 {
-	va_list ap;
 	char *text;
 	FILE *f;
 
-	test_tmpdir();
-	va_start(ap, fmt);
 	xvasprintf(&text, fmt, ap);
-	va_end(ap);
-	f = fopen(h_conf, "we");
+	f = fopen(path, "we");
 	if (!f || fputs(text, f) < 0 || fclose(f)) {
-		fprintf(stderr, "harness: write %s: %s\n", h_conf, strerror(errno));
+		fprintf(stderr, "harness: write %s: %s\n", path, strerror(errno));
 		test_abort();
 	}
 	free(text);
+}
+
+const char *daemon_write_config(const char *fmt, ...)
+{
+	va_list ap;
+
+	test_tmpdir();
+	va_start(ap, fmt);
+	write_file_or_abort(h_conf, fmt, ap);
+	va_end(ap);
 	h_have_conf = 1;
 	return h_conf;
+}
+
+void daemon_write_dropin(const char *name, const char *fmt, ...)
+{
+	char *path;
+	va_list ap;
+
+	if (asprintf(&path, "%s/%s", daemon_confdir(), name) < 0)
+		test_abort();
+	va_start(ap, fmt);
+	write_file_or_abort(path, fmt, ap);
+	va_end(ap);
+	free(path);
 }
 
 void daemon_own_netns(void)
@@ -870,24 +890,6 @@ void daemon_own_netns(void)
 	setenv("TCPBUFD", wrapper, 1);
 	free(wrapper);
 	free(bin);
-}
-
-void daemon_write_dropin(const char *name, const char *fmt, ...)
-{
-	char path[PATH_MAX], *text;
-	va_list ap;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "%s/%s", daemon_confdir(), name);
-	va_start(ap, fmt);
-	xvasprintf(&text, fmt, ap);
-	va_end(ap);
-	f = fopen(path, "we");
-	if (!f || fputs(text, f) < 0 || fclose(f)) {
-		fprintf(stderr, "harness: write %s: %s\n", path, strerror(errno));
-		test_abort();
-	}
-	free(text);
 }
 
 /* --------------------------------------------------------------- daemon */
