@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * What the loopback benchmarks (rr.c, stream.c, idle.c) share: joining a
- * cgroup v2 directory before any socket exists, a loopback listener, CPU
- * pinning and a monotonic clock. Header-only so each tool is one file.
+ * What the loopback benchmarks (rr.c, stream.c, crr.c, idle.c) share: joining a
+ * cgroup v2 directory before any socket exists, a loopback listener, one
+ * connection split over two pinned processes, CPU pinning, a monotonic clock
+ * and a measured interval after a warm-up. Header-only so each tool is one file.
  */
 #ifndef TCPBUF_BENCH_COMMON_H
 #define TCPBUF_BENCH_COMMON_H
@@ -162,6 +163,87 @@ static inline void connect_pair(int lfd, const struct sockaddr_storage *addr, so
 		die("accept");
 }
 
+/* One loopback connection, made from inside @cg (NULL: where we are), so both
+ * ends and the listener are charged there. */
+static inline void loopback_pair(const char *cg, int v6, int *client, int *server)
+{
+	struct sockaddr_storage addr;
+	socklen_t alen;
+	int lfd;
+
+	if (cg)
+		cg_join(cg);
+	lfd = listen_loopback(v6, 1, &addr, &alen);
+	connect_pair(lfd, &addr, alen, client, server);
+	close(lfd);
+}
+
+/*
+ * fork() into the two ends of a connection: the child keeps @server, pinned to
+ * @server_cpu, and gets 0; the parent keeps @client, pinned to @client_cpu,
+ * and gets the child's pid. -1 for no pinning.
+ */
+static inline pid_t fork_ends(int client, int server, int client_cpu, int server_cpu)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		die("fork");
+	if (!pid) {
+		close(client);
+		pin_cpu(server_cpu);
+		return 0;
+	}
+	close(server);
+	pin_cpu(client_cpu);
+	return pid;
+}
+
+/*
+ * The measured interval: @secs after @warm seconds of warm-up, checked from a
+ * benchmark's loop (window_warm_over(), then window_begin(); window_over()).
+ * CPU time is this process's plus @peer's.
+ */
+struct window {
+	double secs, end_warm, end;	/* mono_sec() */
+	double t0, c0;			/* the interval's start: time, CPU seconds */
+	pid_t peer;
+	int measuring;
+};
+
+static inline double window_cpu(const struct window *w)
+{
+	return cpu_sec(0) + cpu_sec(w->peer);
+}
+
+static inline void window_begin(struct window *w, double now)
+{
+	w->measuring = 1;
+	w->t0 = now;
+	w->c0 = window_cpu(w);
+	w->end = now + w->secs;
+}
+
+static inline void window_init(struct window *w, double warm, double secs, pid_t peer)
+{
+	double start = mono_sec();
+
+	*w = (struct window){ .secs = secs, .end_warm = start + warm, .end = start + warm + secs,
+			      .peer = peer };
+	if (warm <= 0)
+		window_begin(w, start);
+}
+
+static inline int window_warm_over(const struct window *w, double now)
+{
+	return !w->measuring && now >= w->end_warm;
+}
+
+static inline int window_over(const struct window *w, double now)
+{
+	return w->measuring && now >= w->end;
+}
+
 static inline double parse_double(const char *opt, const char *s)
 {
 	char *end;
@@ -172,6 +254,31 @@ static inline double parse_double(const char *opt, const char *s)
 		exit(2);
 	}
 	return v;
+}
+
+/* What every loopback benchmark (rr, stream, crr) is told. */
+struct loop_opts {
+	const char *cg;			/* -c: the cgroup of both ends; NULL: ours */
+	double secs, warm;		/* -t: measured, -w: warm-up, seconds */
+	int v6;				/* -6 */
+	int client_cpu, server_cpu;	/* -C, -S; -1: not pinned */
+};
+
+#define LOOP_OPTS_DEFAULT { .secs = 10, .warm = 1, .client_cpu = -1, .server_cpu = -1 }
+#define LOOP_OPTSTRING "c:t:w:6C:S:"
+
+/* getopt()'s @c with @arg into @o: 1, or 0 where it is not one of LOOP_OPTSTRING's. */
+static inline int loop_opt(struct loop_opts *o, int c, const char *arg)
+{
+	switch (c) {
+	case 'c': o->cg = arg; return 1;
+	case 't': o->secs = parse_double("-t", arg); return 1;
+	case 'w': o->warm = parse_double("-w", arg); return 1;
+	case '6': o->v6 = 1; return 1;
+	case 'C': o->client_cpu = atoi(arg); return 1;
+	case 'S': o->server_cpu = atoi(arg); return 1;
+	}
+	return 0;
 }
 
 #endif /* TCPBUF_BENCH_COMMON_H */

@@ -65,45 +65,41 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-	double secs = 10, warm = 1, t0, t1, c0, c1;
-	int c, v6 = 0, ccpu = -1, scpu = -1, lfd, status;
-	const char *cg = NULL;
+	struct loop_opts o = LOOP_OPTS_DEFAULT;
+	double t0, t1, c0, c1;
+	int c, lfd, status;
 	struct sockaddr_storage addr;
 	socklen_t alen;
 	unsigned long long n = 0;
 	pid_t pid;
 
-	while ((c = getopt(argc, argv, "c:t:w:6C:S:h")) != -1) {
+	while ((c = getopt(argc, argv, LOOP_OPTSTRING "h")) != -1) {
+		if (loop_opt(&o, c, optarg))
+			continue;
 		switch (c) {
-		case 'c': cg = optarg; break;
-		case 't': secs = parse_double("-t", optarg); break;
-		case 'w': warm = parse_double("-w", optarg); break;
-		case '6': v6 = 1; break;
-		case 'C': ccpu = atoi(optarg); break;
-		case 'S': scpu = atoi(optarg); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
-	if (optind < argc || secs <= 0) {
+	if (optind < argc || o.secs <= 0) {
 		usage(stderr);
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	if (cg)
-		cg_join(cg);
-	lfd = listen_loopback(v6, 1024, &addr, &alen);
+	if (o.cg)
+		cg_join(o.cg);
+	lfd = listen_loopback(o.v6, 1024, &addr, &alen);
 	pid = fork();
 	if (pid < 0)
 		die("fork");
 	if (!pid) {
-		pin_cpu(scpu);
+		pin_cpu(o.server_cpu);
 		serve(lfd);
 	}
 	close(lfd);
-	pin_cpu(ccpu);
+	pin_cpu(o.client_cpu);
 
-	double end_warm = mono_sec() + warm;
+	double end_warm = mono_sec() + o.warm;
 
 	while (mono_sec() < end_warm)
 		transaction(&addr, alen);
@@ -113,7 +109,7 @@ int main(int argc, char **argv)
 		transaction(&addr, alen);
 		n++;
 		t1 = mono_sec();
-	} while (t1 < t0 + secs);
+	} while (t1 < t0 + o.secs);
 	c1 = cpu_sec(0) + cpu_sec(pid);
 	kill(pid, SIGTERM);
 	waitpid(pid, &status, 0);

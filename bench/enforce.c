@@ -38,6 +38,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,14 +82,19 @@ static struct stream_result stream_results[NSYS + 1][16];
 
 /* ------------------------------------------------------------ v1 memcg */
 
-static int64_t v1_read(const char *dir, const char *file)
+static FILE *v1_open(const char *dir, const char *file, const char *mode)
 {
 	char path[512];
-	long long v = -1;
-	FILE *f;
 
 	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	f = fopen(path, "re");
+	return fopen(path, mode);
+}
+
+static int64_t v1_read(const char *dir, const char *file)
+{
+	FILE *f = v1_open(dir, file, "re");
+	long long v = -1;
+
 	if (!f)
 		return -1;
 	if (fscanf(f, "%lld", &v) != 1)
@@ -99,11 +105,8 @@ static int64_t v1_read(const char *dir, const char *file)
 
 static int v1_write(const char *dir, const char *file, const char *val)
 {
-	char path[512];
-	FILE *f;
+	FILE *f = v1_open(dir, file, "we");
 
-	snprintf(path, sizeof(path), "%s/%s", dir, file);
-	f = fopen(path, "we");
 	if (!f)
 		return -1;
 	fputs(val, f);
@@ -139,6 +142,46 @@ static void v1_remove(void *arg)
 
 	for (int i = 0; i < 50 && rmdir(dir) && errno == EBUSY; i++)
 		msleep(100);
+}
+
+/* A v1 memory cgroup for run @name, limited to limit_pages of kmem.tcp,
+ * removed at cleanup, its usage sampled by @s from now on; its path in @dir. */
+static void v1_start(struct v1_sampler *s, char *dir, size_t len, const char *name)
+{
+	char val[32];
+
+	snprintf(dir, len, V1_ROOT "/tcpbuf-bench-%d-%s", (int)getpid(), name);
+	if (mkdir(dir, 0755) && errno != EEXIST) {
+		fprintf(stderr, "bench: %s: %s\n", dir, strerror(errno));
+		test_abort();
+	}
+	test_defer(v1_remove, strdup(dir));
+	snprintf(val, sizeof(val), "%" PRId64, limit_pages * 4096);
+	/* Accounting starts only once a limit is written. */
+	if (v1_write(dir, "memory.kmem.tcp.limit_in_bytes", val)) {
+		fprintf(stderr, "bench: cannot set the kmem.tcp limit: %s\n", strerror(errno));
+		test_abort();
+	}
+	s->dir = dir;
+	pthread_create(&s->thread, NULL, v1_sample, s);
+}
+
+/* Stop @s: kmem.tcp's own peak (or the sampled one, if higher) / max. */
+static double v1_stop(struct v1_sampler *s)
+{
+	int64_t max_usage;
+
+	s->stop = 1;
+	pthread_join(s->thread, NULL);
+	max_usage = v1_read(s->dir, "memory.kmem.tcp.max_usage_in_bytes");
+	if (s->peak > max_usage)
+		max_usage = s->peak;
+	return (double)max_usage / 4096 / limit_pages;
+}
+
+static bool sys_skipped(int sys)
+{
+	return (sys == TCPBUFD && !do_tcpbufd) || (sys == KMEM && !do_v1);
 }
 
 /* ----------------------------------------------------------- one run */
@@ -194,22 +237,7 @@ static void run_load(enum load load, enum sys sys, int round, struct result *r)
 			test_abort();
 		mark = daemon_log_mark();
 	} else {
-		char val[32];
-
-		snprintf(v1dir, sizeof(v1dir), V1_ROOT "/tcpbuf-bench-%d-%s", (int)getpid(), name);
-		if (mkdir(v1dir, 0755) && errno != EEXIST) {
-			fprintf(stderr, "bench: %s: %s\n", v1dir, strerror(errno));
-			test_abort();
-		}
-		test_defer(v1_remove, strdup(v1dir));
-		snprintf(val, sizeof(val), "%" PRId64, limit_pages * 4096);
-		/* Accounting starts only once a limit is written. */
-		if (v1_write(v1dir, "memory.kmem.tcp.limit_in_bytes", val)) {
-			fprintf(stderr, "bench: cannot set the kmem.tcp limit: %s\n", strerror(errno));
-			test_abort();
-		}
-		v1s.dir = v1dir;
-		pthread_create(&v1s.thread, NULL, v1_sample, &v1s);
+		v1_start(&v1s, v1dir, sizeof(v1dir), name);
 	}
 
 	ps = peak_start(cg, 10);
@@ -229,14 +257,7 @@ static void run_load(enum load load, enum sys sys, int round, struct result *r)
 		r->peak_own = (double)status_field(cg, "peak_pages") / limit_pages;
 		r->refused = status_field(cg, "failcnt");
 	} else {
-		int64_t max_usage;
-
-		v1s.stop = 1;
-		pthread_join(v1s.thread, NULL);
-		max_usage = v1_read(v1dir, "memory.kmem.tcp.max_usage_in_bytes");
-		if (v1s.peak > max_usage)
-			max_usage = v1s.peak;
-		r->peak_own = (double)max_usage / 4096 / limit_pages;
+		r->peak_own = v1_stop(&v1s);
 		r->refused = v1_read(v1dir, "memory.kmem.tcp.failcnt");
 	}
 	t = now_sec();
@@ -326,17 +347,7 @@ static void run_streams(enum sys sys, int round, struct stream_result *r)
 		if (daemon_reload_until(cg, limit_pages, 10000))
 			test_abort();
 	} else if (sys == KMEM) {
-		char val[32];
-
-		snprintf(v1dir, sizeof(v1dir), V1_ROOT "/tcpbuf-bench-%d-%s", (int)getpid(), name);
-		if (mkdir(v1dir, 0755) && errno != EEXIST)
-			test_abort();
-		test_defer(v1_remove, strdup(v1dir));
-		snprintf(val, sizeof(val), "%" PRId64, limit_pages * 4096);
-		if (v1_write(v1dir, "memory.kmem.tcp.limit_in_bytes", val))
-			test_abort();
-		v1s.dir = v1dir;
-		pthread_create(&v1s.thread, NULL, v1_sample, &v1s);
+		v1_start(&v1s, v1dir, sizeof(v1dir), name);
 	}
 	snprintf(port, sizeof(port), "%d", 20000 + (getpid() * 7 + round * 3 + sys) % 20000);
 	snprintf(par, sizeof(par), "%d", nstreams);
@@ -362,14 +373,7 @@ static void run_streams(enum sys sys, int round, struct stream_result *r)
 		limits_remove(cg);
 		daemon_signal(SIGHUP);
 	} else if (sys == KMEM) {
-		int64_t max_usage;
-
-		v1s.stop = 1;
-		pthread_join(v1s.thread, NULL);
-		max_usage = v1_read(v1dir, "memory.kmem.tcp.max_usage_in_bytes");
-		if (v1s.peak > max_usage)
-			max_usage = v1s.peak;
-		r->peak_own = (double)max_usage / 4096 / limit_pages;
+		r->peak_own = v1_stop(&v1s);
 	}
 	peak_free(ps);
 	printf("  streams  %-9s round %d: %.2f Gbit/s, peak %.3f x max (sock_diag), %.3f (own)\n",
@@ -395,6 +399,13 @@ static double pct(double *v, size_t n, double p)
 	return v[(size_t)(p * (n - 1) + 0.5)];
 }
 
+/* "median (max max)" of the @n values @v, for a report column. */
+static const char *median_max(char buf[32], double *v, int n)
+{
+	snprintf(buf, 32, "%.3f (max %.3f)", pct(v, n, 0.5), pct(v, n, 1.0));
+	return buf;
+}
+
 static void report(void)
 {
 	printf("\n%-8s %-9s %-22s %-22s %-9s %-26s %s\n", "load", "system",
@@ -407,7 +418,7 @@ static void report(void)
 			char react[64] = "-", col1[32], col2[32];
 			int intact = 1;
 
-			if ((s == TCPBUFD && !do_tcpbufd) || (s == KMEM && !do_v1))
+			if (sys_skipped(s))
 				continue;
 			for (int r = 0; r < rounds; r++) {
 				struct result *x = &results[ld][s][r];
@@ -425,13 +436,10 @@ static void report(void)
 			if (nrx)
 				snprintf(react, sizeof(react), "%.2f/%.2f/%.2f (n=%zu)",
 					 pct(rx, nrx, 0.5), pct(rx, nrx, 0.9), pct(rx, nrx, 1.0), nrx);
-			snprintf(col1, sizeof(col1), "%.3f (max %.3f)", pct(a, rounds, 0.5),
-				 pct(a, rounds, 1.0));
-			snprintf(col2, sizeof(col2), "%.3f (max %.3f)", pct(b, rounds, 0.5),
-				 pct(b, rounds, 1.0));
 			printf("%-8s %-9s %-22s %-22s %-9.0f %-26s %.2f%s\n", load_names[ld],
-			       s == TCPBUFD ? "tcpbufd" : "kmem.tcp", col1, col2, pct(c, rounds, 0.5),
-			       react, pct(d, rounds, 0.5), intact ? "" : " NOT INTACT");
+			       s == TCPBUFD ? "tcpbufd" : "kmem.tcp", median_max(col1, a, rounds),
+			       median_max(col2, b, rounds), pct(c, rounds, 0.5), react,
+			       pct(d, rounds, 0.5), intact ? "" : " NOT INTACT");
 			free(rx);
 		}
 	}
@@ -470,7 +478,7 @@ static void report_streams(void)
 		double a[16], b[16], ratio[16], lo = 1e9, hi = 0;
 		char col1[32], col2[32];
 
-		if ((s == TCPBUFD && !do_tcpbufd) || (s == KMEM && !do_v1))
+		if (sys_skipped(s))
 			continue;
 		for (int r = 0; r < rounds; r++) {
 			a[r] = stream_results[s][r].peak_oracle;
@@ -479,10 +487,9 @@ static void report_streams(void)
 			lo = ratio[r] < lo ? ratio[r] : lo;
 			hi = ratio[r] > hi ? ratio[r] : hi;
 		}
-		snprintf(col1, sizeof(col1), "%.3f (max %.3f)", pct(a, rounds, 0.5), pct(a, rounds, 1.0));
-		snprintf(col2, sizeof(col2), "%.3f (max %.3f)", pct(b, rounds, 0.5), pct(b, rounds, 1.0));
 		printf("%-8s %-9s %-22s %-22s %.3f (%.3f-%.3f)\n", "streams",
-		       s == TCPBUFD ? "tcpbufd" : "kmem.tcp", col1, col2, pct(ratio, rounds, 0.5), lo, hi);
+		       s == TCPBUFD ? "tcpbufd" : "kmem.tcp", median_max(col1, a, rounds),
+		       median_max(col2, b, rounds), pct(ratio, rounds, 0.5), lo, hi);
 	}
 	printf("iperf3 -P %d, %d s, client and server in the cgroup\n", nstreams, stream_s);
 }
@@ -534,7 +541,7 @@ int main(int argc, char **argv)
 		for (int k = 0; k <= NSYS && (loads_wanted >> STREAMS & 1); k++) {
 			int s = (k + r) % (NSYS + 1);
 
-			if ((s == TCPBUFD && !do_tcpbufd) || (s == KMEM && !do_v1))
+			if (sys_skipped(s))
 				continue;
 			run_streams(s, r, &stream_results[s][r]);
 		}
@@ -543,7 +550,7 @@ int main(int argc, char **argv)
 				/* Alternate which system goes first. */
 				enum sys s = (r + ld) % 2 ? (enum sys)(NSYS - 1 - k) : (enum sys)k;
 
-				if ((s == TCPBUFD && !do_tcpbufd) || (s == KMEM && !do_v1))
+				if (sys_skipped(s))
 					continue;
 				run_load(ld, s, r, &results[ld][s][r]);
 			}

@@ -77,70 +77,48 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-	double secs = 10, warm = 1, t0 = 0, t1, interval = 0, ti = 0, c0 = 0, c1;
-	int c, v6 = 0, nodelay = 0, ccpu = -1, scpu = -1, lfd, cfd, sfd, status;
+	struct loop_opts o = LOOP_OPTS_DEFAULT;
+	double t1, interval = 0, ti = 0, c1;
+	int c, nodelay = 0, cfd, sfd, status;
 	size_t req = 1, resp = 1;
-	const char *cg = NULL;
-	struct sockaddr_storage addr;
-	socklen_t alen;
 	unsigned long long n = 0, n0 = 0, ni = 0;
+	struct window w;
 	char *qbuf, *abuf;
 	pid_t pid;
 
-	while ((c = getopt(argc, argv, "c:t:w:r:R:6DC:S:i:h")) != -1) {
+	while ((c = getopt(argc, argv, LOOP_OPTSTRING "r:R:Di:h")) != -1) {
+		if (loop_opt(&o, c, optarg))
+			continue;
 		switch (c) {
-		case 'c': cg = optarg; break;
-		case 't': secs = parse_double("-t", optarg); break;
-		case 'w': warm = parse_double("-w", optarg); break;
 		case 'r': req = (size_t)parse_double("-r", optarg); break;
 		case 'R': resp = (size_t)parse_double("-R", optarg); break;
-		case '6': v6 = 1; break;
 		case 'D': nodelay = 1; break;
-		case 'C': ccpu = atoi(optarg); break;
-		case 'S': scpu = atoi(optarg); break;
 		case 'i': interval = parse_double("-i", optarg); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
-	if (optind < argc || !req || !resp || secs <= 0) {
+	if (optind < argc || !req || !resp || o.secs <= 0) {
 		usage(stderr);
 		return 2;
 	}
 	signal(SIGPIPE, SIG_IGN);
-	if (cg)
-		cg_join(cg);
-	lfd = listen_loopback(v6, 1, &addr, &alen);
-	connect_pair(lfd, &addr, alen, &cfd, &sfd);
-	close(lfd);
+	loopback_pair(o.cg, o.v6, &cfd, &sfd);
 	if (nodelay) {
 		int one = 1;
 
 		setsockopt(cfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		setsockopt(sfd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	}
-	pid = fork();
-	if (pid < 0)
-		die("fork");
-	if (!pid) {
-		close(cfd);
-		pin_cpu(scpu);
+	pid = fork_ends(cfd, sfd, o.client_cpu, o.server_cpu);
+	if (!pid)
 		serve(sfd, req, resp);
-	}
-	close(sfd);
-	pin_cpu(ccpu);
 	qbuf = calloc(1, req);
 	abuf = calloc(1, resp);
 
 	/* Look at the clock every 16 transactions: ~30 ns each, invisible at
 	 * tens of microseconds per transaction. */
-	double start = mono_sec(), end_warm = start + warm, end = end_warm + secs;
-	int measuring = warm <= 0;
-
-	if (measuring) {
-		t0 = start;
-		c0 = cpu_sec(0) + cpu_sec(pid);
-	}
+	window_init(&w, o.warm, o.secs, pid);
 	for (;;) {
 		full_write(cfd, qbuf, req);
 		full_read(cfd, abuf, resp);
@@ -148,24 +126,23 @@ int main(int argc, char **argv)
 		if (n & 15)
 			continue;
 		t1 = mono_sec();
-		if (!measuring && t1 >= end_warm) {
-			measuring = 1;
-			t0 = ti = t1;
+		if (window_warm_over(&w, t1)) {
+			ti = t1;
 			n0 = ni = n;
-			c0 = cpu_sec(0) + cpu_sec(pid);
-			end = t0 + secs;
-		} else if (measuring && t1 >= end) {
-			c1 = cpu_sec(0) + cpu_sec(pid);
+			window_begin(&w, t1);
+		} else if (window_over(&w, t1)) {
+			c1 = window_cpu(&w);
 			break;
-		} else if (measuring && interval > 0 && t1 - ti >= interval) {
-			printf("interval %.3f %.1f\n", t1 - t0, (n - ni) / (t1 - ti));
+		} else if (w.measuring && interval > 0 && t1 - ti >= interval) {
+			printf("interval %.3f %.1f\n", t1 - w.t0, (n - ni) / (t1 - ti));
 			ti = t1;
 			ni = n;
 		}
 	}
 	close(cfd);
 	waitpid(pid, &status, 0);
-	printf("rr tps=%.1f transactions=%llu seconds=%.3f cpu=%.3f tpc=%.1f\n", (n - n0) / (t1 - t0),
-	       n - n0, t1 - t0, c1 - c0, c1 > c0 ? (n - n0) / (c1 - c0) : 0);
+	printf("rr tps=%.1f transactions=%llu seconds=%.3f cpu=%.3f tpc=%.1f\n",
+	       (n - n0) / (t1 - w.t0), n - n0, t1 - w.t0, c1 - w.c0,
+	       c1 > w.c0 ? (n - n0) / (c1 - w.c0) : 0);
 	return 0;
 }

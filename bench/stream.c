@@ -49,33 +49,27 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
-	double secs = 10, warm = 1;
-	int c, v6 = 0, ccpu = -1, scpu = -1, lfd, cfd, sfd, status;
+	struct loop_opts o = LOOP_OPTS_DEFAULT;
+	int c, cfd, sfd, status;
 	size_t send_size = 16384, recv_size = 131072;
-	const char *cg = NULL;
-	struct sockaddr_storage addr;
-	socklen_t alen;
 	_Atomic unsigned long long *received;
 	unsigned long long b0 = 0, b1;
-	double t0 = 0, t1, c0 = 0, c1 = 0;
+	double t1, c1 = 0;
+	struct window w;
 	char *buf;
 	pid_t pid;
 
-	while ((c = getopt(argc, argv, "c:t:w:m:M:6C:S:h")) != -1) {
+	while ((c = getopt(argc, argv, LOOP_OPTSTRING "m:M:h")) != -1) {
+		if (loop_opt(&o, c, optarg))
+			continue;
 		switch (c) {
-		case 'c': cg = optarg; break;
-		case 't': secs = parse_double("-t", optarg); break;
-		case 'w': warm = parse_double("-w", optarg); break;
 		case 'm': send_size = (size_t)parse_double("-m", optarg); break;
 		case 'M': recv_size = (size_t)parse_double("-M", optarg); break;
-		case '6': v6 = 1; break;
-		case 'C': ccpu = atoi(optarg); break;
-		case 'S': scpu = atoi(optarg); break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
 	}
-	if (optind < argc || !send_size || !recv_size || secs <= 0) {
+	if (optind < argc || !send_size || !recv_size || o.secs <= 0) {
 		usage(stderr);
 		return 2;
 	}
@@ -84,53 +78,33 @@ int main(int argc, char **argv)
 			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (received == MAP_FAILED)
 		die("mmap");
-	if (cg)
-		cg_join(cg);
-	lfd = listen_loopback(v6, 1, &addr, &alen);
-	connect_pair(lfd, &addr, alen, &cfd, &sfd);
-	close(lfd);
-	pid = fork();
-	if (pid < 0)
-		die("fork");
-	if (!pid) {
-		close(cfd);
-		pin_cpu(scpu);
+	loopback_pair(o.cg, o.v6, &cfd, &sfd);
+	pid = fork_ends(cfd, sfd, o.client_cpu, o.server_cpu);
+	if (!pid)
 		receive(sfd, recv_size, received);
-	}
-	close(sfd);
-	pin_cpu(ccpu);
 	buf = calloc(1, send_size);
 
-	double start = mono_sec(), end_warm = start + warm, end = end_warm + secs;
-	int measuring = warm <= 0;
-
-	if (measuring) {
-		t0 = start;
-		c0 = cpu_sec(0) + cpu_sec(pid);
-	}
+	window_init(&w, o.warm, o.secs, pid);
 	for (;;) {
 		ssize_t r = send(cfd, buf, send_size, 0);
 
 		if (r < 0 && errno != EINTR)
 			die("send");
 		t1 = mono_sec();
-		if (!measuring && t1 >= end_warm) {
+		if (window_warm_over(&w, t1)) {
 			b0 = atomic_load(received);
-			t0 = mono_sec();
-			c0 = cpu_sec(0) + cpu_sec(pid);
-			end = t0 + secs;
-			measuring = 1;
-		} else if (measuring && t1 >= end) {
+			window_begin(&w, mono_sec());
+		} else if (window_over(&w, t1)) {
 			b1 = atomic_load(received);
 			t1 = mono_sec();
-			c1 = cpu_sec(0) + cpu_sec(pid);
+			c1 = window_cpu(&w);
 			break;
 		}
 	}
 	close(cfd);
 	waitpid(pid, &status, 0);
 	printf("stream mbps=%.1f bytes=%llu seconds=%.3f cpu=%.3f mbpc=%.1f\n",
-	       (b1 - b0) * 8 / (t1 - t0) / 1e6, b1 - b0, t1 - t0, c1 - c0,
-	       c1 > c0 ? (b1 - b0) * 8 / (c1 - c0) / 1e6 : 0);
+	       (b1 - b0) * 8 / (t1 - w.t0) / 1e6, b1 - b0, t1 - w.t0, c1 - w.c0,
+	       c1 > w.c0 ? (b1 - b0) * 8 / (c1 - w.c0) / 1e6 : 0);
 	return 0;
 }

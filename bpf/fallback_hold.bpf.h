@@ -23,27 +23,14 @@
 static __always_inline void fallback_lost_note(const struct sock *sk)
 {
 	struct tcpbuf_fallback_ctl *fc = fallback_ctl_get();
-	struct tcpbuf_state_event *ev;
 	struct cgroup *cg = sk_cgroup(sk);
 	__u64 now;
 
 	if (!fc)
 		return;
 	now = __sync_fetch_and_add(&fc->lost, 1) + 1;
-	if (!tcpbuf_unaccounted_tell(now > 0xffffffffULL ? 0 : (__u32)now))
-		return;
-	ev = bpf_ringbuf_reserve(&enforce_events, sizeof(*ev), 0);
-	if (!ev)
-		return;
-	ev->cgroup_id = cg ? cg->kn->id : 0;
-	ev->time_ns = bpf_ktime_get_ns();
-	ev->usage_pages = now;
-	ev->threshold_pages = 0;
-	ev->old_state = 0;
-	ev->new_state = 0;
-	ev->kind = TCPBUF_EVENT_LOST;
-	ev->pad = 0;
-	bpf_ringbuf_submit(ev, BPF_RB_FORCE_WAKEUP);
+	if (tcpbuf_unaccounted_tell(now > 0xffffffffULL ? 0 : (__u32)now))
+		fallback_event(cg ? cg->kn->id : 0, now, TCPBUF_EVENT_LOST);
 }
 
 /* What fallback_hold() did. */

@@ -58,6 +58,26 @@ static __always_inline struct sock_charge *sock_fallback_lookup(const struct soc
 	return cookie ? bpf_map_lookup_elem(&sock_fallback, &cookie) : NULL;
 }
 
+/* Tell the daemon, which logs it, @count sockets of @kind
+ * (TCPBUF_EVENT_UNACCOUNTED or _LOST) in the cgroup @cgroup_id. By force, as
+ * state changes: the adaptive wake-up stays silent behind an unread event. */
+static __always_inline void fallback_event(__u64 cgroup_id, __s64 count, __u32 kind)
+{
+	struct tcpbuf_state_event *ev = bpf_ringbuf_reserve(&enforce_events, sizeof(*ev), 0);
+
+	if (!ev)
+		return;
+	ev->cgroup_id = cgroup_id;
+	ev->time_ns = bpf_ktime_get_ns();
+	ev->usage_pages = count;
+	ev->threshold_pages = 0;
+	ev->old_state = 0;
+	ev->new_state = 0;
+	ev->kind = kind;
+	ev->pad = 0;
+	bpf_ringbuf_submit(ev, BPF_RB_FORCE_WAKEUP);
+}
+
 /* Count the socket whose entry is @sc in (@delta 1) or out of (-1) the
  * unaccounted_sockets of every cgroup it charges; tell the daemon, which
  * logs it, as tcpbuf_unaccounted_tell() says. */
@@ -91,25 +111,10 @@ static long unaccounted_level(__u64 i, void *ctx)
 static __always_inline void unaccounted_count(const struct sock_charge *sc, __s32 delta)
 {
 	struct unaccounted_walk w = { .sc = sc, .delta = delta };
-	struct tcpbuf_state_event *ev;
 
 	bpf_loop(TCPBUF_MAX_DEPTH, unaccounted_level, &w, 0);
-	if (delta < 0 || !tcpbuf_unaccounted_tell(w.own_now))
-		return;
-	ev = bpf_ringbuf_reserve(&enforce_events, sizeof(*ev), 0);
-	if (!ev)
-		return;
-	ev->cgroup_id = sc->ancestors[0];
-	ev->time_ns = bpf_ktime_get_ns();
-	ev->usage_pages = w.own_now;
-	ev->threshold_pages = 0;
-	ev->old_state = 0;
-	ev->new_state = 0;
-	ev->kind = TCPBUF_EVENT_UNACCOUNTED;
-	ev->pad = 0;
-	/* By force, as state changes: the adaptive wake-up stays silent
-	 * behind an unread event. */
-	bpf_ringbuf_submit(ev, BPF_RB_FORCE_WAKEUP);
+	if (delta >= 0 && tcpbuf_unaccounted_tell(w.own_now))
+		fallback_event(sc->ancestors[0], w.own_now, TCPBUF_EVENT_UNACCOUNTED);
 }
 
 /*
@@ -154,20 +159,16 @@ static __always_inline struct sock_charge *sock_fallback_make(struct sock *sk, _
  * fallback entry, if it has one, and its place in unaccounted_sockets. */
 static __always_inline void sock_fallback_release(const struct sock *sk)
 {
-	struct tcpbuf_fallback_ctl *fc = fallback_ctl_get();
-	struct sock_charge *sc;
+	struct sock_charge *sc = sock_fallback_lookup(sk);
+	struct tcpbuf_fallback_ctl *fc;
 	__u64 cookie;
 
-	if (!fc || fc->sockets <= 0)
-		return;
-	cookie = sk->__sk_common.skc_cookie.counter;
-	if (!cookie)
-		return;
-	sc = bpf_map_lookup_elem(&sock_fallback, &cookie);
 	if (!sc)
 		return;
 	unaccounted_count(sc, -1);
-	if (!bpf_map_delete_elem(&sock_fallback, &cookie))
+	cookie = sk->__sk_common.skc_cookie.counter;
+	fc = fallback_ctl_get();
+	if (fc && !bpf_map_delete_elem(&sock_fallback, &cookie))
 		__sync_fetch_and_add(&fc->sockets, -1);
 }
 

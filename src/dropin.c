@@ -5,7 +5,6 @@
 #endif
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +15,7 @@
 #include "array.h"
 #include "config.h"
 #include "dropin.h"
+#include "errmsg.h"
 #include "size.h"
 
 #define DROPIN_SUFFIX	".conf"
@@ -23,20 +23,6 @@
 #define TMP_EXTRA	8
 /* The state file is ours; anything this big is not. */
 #define THRESHOLDS_MAX_BYTES	(64 << 20)
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void set_err(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!err || errlen == 0)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* ---- atomic file replacement ------------------------------------------ */
 

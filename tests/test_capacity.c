@@ -270,24 +270,6 @@ static void late_entries(const char *u, const char *c2, const char **cgs, int n)
 	EXPECT_OK(load_close(l2));
 }
 
-/* The daemon in a network namespace of its own: its passes then walk only
- * the namespaces of the test's sockets. */
-static void daemon_own_netns(void)
-{
-	char *wrapper, *bin = realpath(tcpbufd_path(), NULL);
-	FILE *f;
-
-	ASSERT_TRUE(bin != NULL);
-	ASSERT_TRUE(asprintf(&wrapper, "%s/tcpbufd-netns", test_tmpdir()) > 0);
-	f = fopen(wrapper, "w");
-	ASSERT_TRUE(f != NULL);
-	fprintf(f, "#!/bin/sh\nexec unshare -n %s \"$@\"\n", bin);
-	fclose(f);
-	ASSERT_OK(chmod(wrapper, 0755));
-	setenv("TCPBUFD", wrapper, 1);
-	free(bin);
-}
-
 int main(void)
 {
 	const char *c[MAX_CGROUPS + 2], *u, *g[3];

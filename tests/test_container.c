@@ -141,47 +141,24 @@ static char *thresholds_file(void)
 /* What a refusal must leave alone: limits of every test cgroup, drop-ins, state. */
 static char *state(void)
 {
-	static const char *const keys[] = { "limit_pages", "min_pages", "pressure_pages",
-					    "max_pages" };
 	const char *cgs[] = { parent, ct, sib };
-	char *json = status_json(), *out = NULL, *files;
-	size_t len = 0;
-	FILE *f = open_memstream(&out, &len);
+	char dir[1024];
 
-	for (size_t i = 0; i < 3; i++) {
-		fprintf(f, "%s", cgs[i]);
-		for (size_t k = 0; k < 4; k++)
-			fprintf(f, " %" PRId64, json_cgroup_value(json, cgs[i], keys[k]));
-		fputc('\n', f);
-	}
-	files = dir_snapshot(daemon_confdir());
-	fputs(files, f);
-	free(files);
-	files = thresholds_file();
-	fputs(files, f);
-	free(files);
-	fclose(f);
-	free(json);
-	return out;
+	snprintf(dir, sizeof(dir), "%s/state", test_tmpdir());
+	return limits_snapshot(parent, cgs, 3, dir);
 }
 
 static void refused_code(int code, enum kind k, const char *why, const char *fmt,
 			 const char *arg)
 {
-	char *before = state(), *after;
+	char *before = state(), *after, what[512];
 	struct run r;
-	size_t n;
 
+	snprintf(what, sizeof(what), fmt, arg);
 	ctl_in(&r, k, ct, fmt, arg);
 	after = state();
-	n = strlen(r.err);
-	EXPECT_EQ(r.code, code);
-	EXPECT_TRUE(n && r.err[n - 1] == '\n' && strchr(r.err, '\n') == r.err + n - 1);
-	EXPECT_TRUE(strstr(r.err, why) != NULL);
+	expect_refused(what, &r, code, why, before, after);
 	EXPECT_TRUE(strstr(r.err, ct) == NULL);	/* not its own host path */
-	EXPECT_TRUE(strcmp(before, after) == 0);
-	if (strcmp(before, after))
-		test_log("changed:\n%s---\n%s", before, after);
 	run_free(&r);
 	free(before);
 	free(after);
@@ -380,10 +357,9 @@ static void pid_reuse_case(void)
 
 int main(int argc, char **argv)
 {
-	char conf[1024], *json, *t, *out = NULL;
+	char *json, *t, *out = NULL;
 	struct run r;
 	ssize_t n;
-	FILE *f;
 
 	if (argc == 4 && !strcmp(argv[1], "--outlive-client"))
 		return outlive_client(argv[2], argv[3]);
@@ -401,13 +377,10 @@ int main(int argc, char **argv)
 	ct2 = cg_rel(cg_create("ct2"));
 	sib = cg_rel(cg_create("sib"));
 	parent = cg_rel(cg_test_parent());
-	snprintf(conf, sizeof(conf), "%s/10-containers.conf", daemon_confdir());
-	f = fopen(conf, "w");
-	ASSERT_TRUE(f != NULL);
-	fprintf(f, "[Cgroup]\nPath=%s\nLimit=16M\n\n[Cgroup]\nPath=%s\nLimit=16M\n\n"
-		   "[Cgroup]\nPath=%s\nLimit=16M\n\n[Cgroup]\nPath=%s/esc*\nLimit=4M\n", ct, ct2,
-		   sib, parent);
-	ASSERT_OK(fclose(f));
+	daemon_write_dropin("10-containers.conf",
+			    "[Cgroup]\nPath=%s\nLimit=16M\n\n[Cgroup]\nPath=%s\nLimit=16M\n\n"
+			    "[Cgroup]\nPath=%s\nLimit=16M\n\n[Cgroup]\nPath=%s/esc*\nLimit=4M\n",
+			    ct, ct2, sib, parent);
 	daemon_write_config("[Daemon]\nSocketMode=0666\nPollIntervalMs=200\nSampleIntervalMs=200\n"
 			    "DropInDir=%s\nStateDir=%s/state\n", daemon_confdir(), test_tmpdir());
 	ASSERT_EQ(daemon_start(""), 0);
@@ -435,10 +408,7 @@ int main(int argc, char **argv)
 	EXPECT_EQ(r.code, 0);
 	run_free(&r);
 	json = status_json();
-	EXPECT_EQ(json_cgroup_value(json, ct, "limit_pages"), 4096);
-	EXPECT_EQ(json_cgroup_value(json, ct, "min_pages"), 2048);
-	EXPECT_EQ(json_cgroup_value(json, ct, "pressure_pages"), 3072);
-	EXPECT_EQ(json_cgroup_value(json, ct, "max_pages"), 4096);
+	EXPECT_THRESHOLDS(json, ct, 4096, 2048, 3072, 4096);
 	free(json);
 	ctl_in(&r, ROOTFUL, ct, "status --json");
 	EXPECT_EQ(r.code, 0);

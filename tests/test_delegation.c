@@ -77,60 +77,26 @@ static char *status_json(void)
 /* The administrator's view of everything a refusal must leave alone. */
 static char *state(void)
 {
-	static const char *const keys[] = { "limit_pages", "min_pages", "pressure_pages",
-					    "max_pages" };
-	static const char *const cgs_rel[] = { "", "/c1", "/c2", "/c3" };
-	char *json = status_json(), *out = NULL, dir[1024], cg[512], *files;
-	size_t len = 0;
-	FILE *f = open_memstream(&out, &len);
+	const char *cgs[] = { parent, c1, c2, c3 };
+	char dir[1024];
 
-	for (size_t i = 0; i < 4; i++) {
-		snprintf(cg, sizeof(cg), "%s%s", parent, cgs_rel[i]);
-		fprintf(f, "%s", cg);
-		for (size_t k = 0; k < 4; k++)
-			fprintf(f, " %" PRId64, json_cgroup_value(json, cg, keys[k]));
-		fputc('\n', f);
-	}
-	files = dir_snapshot(daemon_confdir());
-	fputs(files, f);
-	free(files);
 	snprintf(dir, sizeof(dir), "%s/state", test_tmpdir());
-	files = dir_snapshot(dir);
-	fputs(files, f);
-	free(files);
-	fclose(f);
-	free(json);
-	return out;
-}
-
-/* Exit 1, one line "tcpbufctl: ..." holding @why, and nothing changed. */
-static void expect_refused(const char *what, const struct run *r, const char *why,
-			   const char *before)
-{
-	char *after = state();
-	size_t n = strlen(r->err);
-	int one_line = n && r->err[n - 1] == '\n' && strchr(r->err, '\n') == r->err + n - 1;
-
-	test_log("%s: exit %d: %s", what, r->code, n ? r->err : "(no stderr)\n");
-	EXPECT_EQ(r->code, 1);
-	EXPECT_TRUE(one_line && !strncmp(r->err, "tcpbufctl: ", 11));
-	EXPECT_TRUE(strstr(r->err, why) != NULL);
-	EXPECT_TRUE(strcmp(before, after) == 0);
-	if (strcmp(before, after))
-		test_log("%s changed the state:\n%s---\n%s", what, before, after);
-	free(after);
+	return limits_snapshot(parent, cgs, 4, dir);
 }
 
 static void refused(const char *why, const char *fmt, const char *arg)
 {
-	char *before = state(), what[512];
+	char *before = state(), *after, what[512];
 	struct run r;
 
 	snprintf(what, sizeof(what), fmt, arg);
 	ctl_as_nobody(&r, c1, fmt, arg);
-	expect_refused(what, &r, why, before);
+	after = state();
+	expect_refused(what, &r, 1, why, before, after);
+	EXPECT_TRUE(!strncmp(r.err, "tcpbufctl: ", 11));
 	run_free(&r);
 	free(before);
+	free(after);
 }
 
 /*
@@ -181,10 +147,9 @@ static void setuid_borrow(const char *req)
 
 int main(void)
 {
-	char conf[1024], *json, *before, *after, name[512];
+	char *json, *before, *after, name[512];
 	struct stat st;
 	struct run r;
-	FILE *f;
 	int n, i;
 
 	test_init();
@@ -198,11 +163,8 @@ int main(void)
 	c2 = cg_rel(cg_create("c2"));
 	c3 = cg_rel(cg_create("c3"));
 	parent = cg_rel(cg_test_parent());
-	snprintf(conf, sizeof(conf), "%s/10-containers.conf", daemon_confdir());
-	f = fopen(conf, "w");
-	ASSERT_TRUE(f != NULL);
-	fprintf(f, "[Cgroup]\nPath=%s\nLimit=64M\n\n[Cgroup]\nPath=%s\nLimit=64M\n", c1, c2);
-	ASSERT_OK(fclose(f));
+	daemon_write_dropin("10-containers.conf",
+			    "[Cgroup]\nPath=%s\nLimit=64M\n\n[Cgroup]\nPath=%s\nLimit=64M\n", c1, c2);
 	daemon_write_config("[Daemon]\nSocketMode=0666\nPollIntervalMs=200\nSampleIntervalMs=200\n"
 			    "DropInDir=%s\nStateDir=%s/state\n", daemon_confdir(), test_tmpdir());
 	ASSERT_EQ(daemon_start(""), 0);
@@ -247,10 +209,7 @@ int main(void)
 	EXPECT_EQ(r.code, 0);
 	run_free(&r);
 	json = status_json();
-	EXPECT_EQ(json_cgroup_value(json, c1, "limit_pages"), 16384);
-	EXPECT_EQ(json_cgroup_value(json, c1, "min_pages"), 2048);
-	EXPECT_EQ(json_cgroup_value(json, c1, "pressure_pages"), 4096);
-	EXPECT_EQ(json_cgroup_value(json, c1, "max_pages"), 8192);
+	EXPECT_THRESHOLDS(json, c1, 16384, 2048, 4096, 8192);
 	free(json);
 	ctl_as_nobody(&r, c1, "set %s 1 1 16384", c1);	/* MAX = the ceiling: allowed */
 	EXPECT_EQ(r.code, 0);

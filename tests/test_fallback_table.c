@@ -25,31 +25,16 @@
 #include "tcpbuf_maps.h"
 
 #include <inttypes.h>
-#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define TABLE		48
 #define MAX_RATIO	1.05
 #define LIMIT_PAGES	512
-
-/* Whether a new network namespace has a net.core.optmem_max of its own. */
-static int netns_has_optmem(void)
-{
-	int status;
-	pid_t pid = fork();
-
-	if (pid == 0)
-		_exit(unshare(CLONE_NEWNET) || access("/proc/sys/net/core/optmem_max", W_OK) ? 1 : 0);
-	if (pid < 0 || waitpid(pid, &status, 0) != pid)
-		return 0;
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
-}
 
 /* "sock_fallback": {... "@what": N ...} in status --json, or -1. */
 static int64_t fallback_value(const char *what)
@@ -98,19 +83,6 @@ static bool table_says(const char *a, const char *b)
 		found = strstr(line, a) && strstr(line, b);
 	free(out);
 	return found;
-}
-
-static int64_t wait_field(const char *cg, const char *key, int64_t want, int timeout_ms)
-{
-	int64_t v = -1;
-
-	for (int t = 0; t < timeout_ms; t += 50) {
-		v = status_field(cg, key);
-		if (v == want)
-			break;
-		msleep(50);
-	}
-	return v;
 }
 
 static struct xload *load_start(const char *rx, const char *tx, int nconn)

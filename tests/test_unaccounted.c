@@ -26,13 +26,11 @@
 #include <linux/bpf.h>
 #include <sys/syscall.h>
 #include <inttypes.h>
-#include <sched.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define MAX_RATIO	1.05
@@ -60,19 +58,6 @@ static int count_storage(const struct skmem_sock *s, void *arg)
 	c->sockets++;
 	c->with_storage += !!s->has_storage;
 	return 0;
-}
-
-/* Whether a new network namespace has a net.core.optmem_max of its own. */
-static int netns_has_optmem(void)
-{
-	int status;
-	pid_t pid = fork();
-
-	if (pid == 0)
-		_exit(unshare(CLONE_NEWNET) || access("/proc/sys/net/core/optmem_max", W_OK) ? 1 : 0);
-	if (pid < 0 || waitpid(pid, &status, 0) != pid)
-		return 0;
-	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 /* The value of the metric @name for the cgroup @rel, or -1. */
@@ -133,19 +118,6 @@ static int64_t fallback_entries(void)
 	}
 	close(fd);
 	return n;
-}
-
-static int64_t wait_unaccounted(const char *cg, int64_t want, int timeout_ms)
-{
-	int64_t v = -1;
-
-	for (int t = 0; t < timeout_ms; t += 50) {
-		v = status_field(cg, "unaccounted_sockets");
-		if (v == want)
-			break;
-		msleep(50);
-	}
-	return v;
 }
 
 static void run(const struct phase *p)
@@ -213,7 +185,7 @@ static void run(const struct phase *p)
 	xload_close(l);
 	skmem_netns_clear();
 	/* Closed: nothing left counted or in the fallback table. */
-	EXPECT_EQ(wait_unaccounted(cg, 0, 5000), 0);
+	EXPECT_EQ(wait_field(cg, "unaccounted_sockets", 0, 5000), 0);
 	EXPECT_EQ(fallback_entries(), 0);
 	peak_free(ps);
 	limits_remove(cg);

@@ -26,59 +26,19 @@
 #include "harness.h"
 #include "skmem.h"
 
-/* ------------------------------------------------------------- pattern */
-
-/* Connection i carries byte pat[(offset + i * 7919) % PERIOD] at offset:
- * a prime period, so no chunk boundary ever lines up with it. */
-#define PERIOD 65521
-static uint8_t pat[2 * PERIOD];
-
-static void pat_init(void)
-{
-	uint32_t x = 2463534242u;
-
-	for (int i = 0; i < PERIOD; i++) {
-		x ^= x << 13;
-		x ^= x >> 17;
-		x ^= x << 5;
-		pat[i] = pat[i + PERIOD] = (uint8_t)x;
-	}
-}
-
-static const uint8_t *pat_at(int conn, uint64_t off)
-{
-	return &pat[(off + (uint64_t)conn * 7919) % PERIOD];
-}
-
 /* --------------------------------------------------------------- xload */
 
 struct xconn {
 	int snd, rcv;
-	uint64_t sent, received;
-	uint64_t bad_off;
-	int bad, eof, quota;
+	uint64_t sent;
+	struct pattern_rx rx;
+	int quota;
 };
 
 struct xload {
 	pid_t pid;
 	int cmd, rep;
 };
-
-static void xwrite(int fd, const char *fmt, ...)
-{
-	char line[256];
-	va_list ap;
-	int n;
-
-	va_start(ap, fmt);
-	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
-	va_end(ap);
-	if (n < 0 || n > (int)sizeof(line) - 2)
-		n = sizeof(line) - 2;
-	line[n++] = '\n';
-	if (write(fd, line, n) != n)
-		_exit(3);
-}
 
 static int xread_line(int fd, char *buf, size_t len, int timeout_ms)
 {
@@ -113,7 +73,8 @@ static uint64_t xpush(struct xconn *c, int i)
 	uint64_t wrote = 0;
 
 	for (;;) {
-		ssize_t r = send(c->snd, pat_at(i, c->sent), PERIOD, MSG_DONTWAIT | MSG_NOSIGNAL);
+		ssize_t r = send(c->snd, pattern_at(i, c->sent), PATTERN_PERIOD,
+				 MSG_DONTWAIT | MSG_NOSIGNAL);
 
 		if (r <= 0) {
 			if (r < 0 && errno == EINTR)
@@ -129,46 +90,7 @@ static uint64_t xpush(struct xconn *c, int i)
 
 static uint64_t xpull(struct xconn *c, int i, int64_t limit)
 {
-	static uint8_t buf[256 * 1024];
-	uint64_t got = 0;
-
-	while (!c->eof && limit != 0) {
-		size_t want = sizeof(buf);
-		ssize_t r;
-
-		if (limit > 0 && (uint64_t)limit < want)
-			want = limit;
-		r = recv(c->rcv, buf, want, MSG_DONTWAIT);
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK) {
-				c->eof = 1;
-				if (!c->bad) {
-					c->bad = 2;
-					c->bad_off = c->received;
-				}
-			}
-			break;
-		}
-		if (r == 0) {
-			c->eof = 1;
-			break;
-		}
-		for (ssize_t k = 0; k < r && !c->bad; k += PERIOD) {
-			size_t m = r - k < PERIOD ? (size_t)(r - k) : PERIOD;
-
-			if (memcmp(buf + k, pat_at(i, c->received + k), m)) {
-				c->bad = 1;
-				c->bad_off = c->received + k;
-			}
-		}
-		c->received += r;
-		got += r;
-		if (limit > 0)
-			limit -= r;
-	}
-	return got;
+	return pattern_pull(c->rcv, i, &c->rx, limit, 256 * 1024);
 }
 
 /* Move this process into a cgroup v1 directory (the memory controller). */
@@ -221,14 +143,14 @@ static int optmem_max_set(int bytes)
 
 static void xchild(const struct xload_opts *o, int cmd, int rep)
 {
-	struct sockaddr_storage ss = {};
+	struct sockaddr_storage ss;
 	socklen_t alen;
 	struct xconn *c;
 	int lfd, mode = o->mode, trickle = o->trickle, sending = 1, one = 1;
 	double next_tick = now_sec();
 	char line[128];
 
-	pat_init();
+	pattern_init();
 	if ((o->v1_memcg && v1_join(o->v1_memcg)) || cg_enter(o->rx_cgroup))
 		_exit(2);
 	if (o->netns && netns_enter_new(0))
@@ -237,19 +159,7 @@ static void xchild(const struct xload_opts *o, int cmd, int rep)
 		_exit(2);
 	lfd = socket(o->family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	if (o->family == AF_INET6) {
-		struct sockaddr_in6 *a = (struct sockaddr_in6 *)&ss;
-
-		a->sin6_family = AF_INET6;
-		a->sin6_addr = in6addr_loopback;
-		alen = sizeof(*a);
-	} else {
-		struct sockaddr_in *a = (struct sockaddr_in *)&ss;
-
-		a->sin_family = AF_INET;
-		a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-		alen = sizeof(*a);
-	}
+	alen = loopback_addr(o->family, &ss, 0);
 	if (lfd < 0 || bind(lfd, (struct sockaddr *)&ss, alen) || listen(lfd, o->nconn + 16) ||
 	    getsockname(lfd, (struct sockaddr *)&ss, &alen))
 		_exit(2);
@@ -286,7 +196,7 @@ static void xchild(const struct xload_opts *o, int cmd, int rep)
 		_exit(2);
 	if (o->idle)
 		sending = 0;
-	xwrite(rep, "ready");
+	child_report(rep, "ready");
 
 	for (;;) {
 		struct pollfd p = { .fd = cmd, .events = POLLIN };
@@ -297,22 +207,22 @@ static void xchild(const struct xload_opts *o, int cmd, int rep)
 				_exit(0);
 			if (!strncmp(line, "mode ", 5)) {
 				sscanf(line + 5, "%d %d", &mode, &trickle);
-				xwrite(rep, "ok");
+				child_report(rep, "ok");
 			} else if (!strcmp(line, "send")) {
 				sending = 1;
-				xwrite(rep, "ok");
+				child_report(rep, "ok");
 			} else if (!strcmp(line, "quiesce")) {
 				sending = 0;
 				mode = XL_READ;
-				xwrite(rep, "ok");
+				child_report(rep, "ok");
 			} else if (!strcmp(line, "stats")) {
 				uint64_t s = 0, r = 0;
 
 				for (int i = 0; i < o->nconn; i++) {
 					s += c[i].sent;
-					r += c[i].received;
+					r += c[i].rx.received;
 				}
-				xwrite(rep, "stats %" PRIu64 " %" PRIu64, s, r);
+				child_report(rep, "stats %" PRIu64 " %" PRIu64, s, r);
 			} else if (!strncmp(line, "finish ", 7)) {
 				double deadline = now_sec() + atoi(line + 7) / 1000.0;
 				int open = 1, bad = -1;
@@ -327,7 +237,7 @@ static void xchild(const struct xload_opts *o, int cmd, int rep)
 					open = 0;
 					for (int i = 0; i < o->nconn; i++) {
 						xpull(&c[i], i, -1);
-						if (!c[i].eof)
+						if (!c[i].rx.eof)
 							pf[open++] = (struct pollfd){ .fd = c[i].rcv,
 										      .events = POLLIN };
 					}
@@ -336,21 +246,20 @@ static void xchild(const struct xload_opts *o, int cmd, int rep)
 				}
 				free(pf);
 				for (int i = 0; i < o->nconn && bad < 0; i++)
-					if (c[i].bad || c[i].received != c[i].sent || !c[i].eof)
+					if (c[i].rx.bad || c[i].rx.received != c[i].sent || !c[i].rx.eof)
 						bad = i;
 				if (bad < 0) {
 					uint64_t s = 0;
 
 					for (int i = 0; i < o->nconn; i++)
-						s += c[i].received;
-					xwrite(rep, "result OK %" PRIu64 " bytes intact", s);
+						s += c[i].rx.received;
+					child_report(rep, "result OK %" PRIu64 " bytes intact", s);
 				} else {
-					xwrite(rep, "result BAD connection %d: %s at offset %" PRIu64
+					child_report(rep, "result BAD connection %d: %s at offset %" PRIu64
 					       ", received %" PRIu64 " of %" PRIu64, bad,
-					       c[bad].bad == 1 ? "wrong byte" :
-					       c[bad].bad == 2 ? "receive error" :
-					       !c[bad].eof ? "no EOF (timeout)" : "short",
-					       c[bad].bad_off, c[bad].received, c[bad].sent);
+					       c[bad].rx.bad ? pattern_error(&c[bad].rx) :
+					       !c[bad].rx.eof ? "no EOF (timeout)" : "short",
+					       c[bad].rx.bad_off, c[bad].rx.received, c[bad].sent);
 				}
 				sending = 0;
 				mode = XL_STALL;
@@ -488,6 +397,18 @@ void xload_close(struct xload *l)
 	close(l->cmd);
 	close(l->rep);
 	free(l);
+}
+
+int netns_has_optmem(void)
+{
+	int status;
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(unshare(CLONE_NEWNET) || access("/proc/sys/net/core/optmem_max", W_OK) ? 1 : 0);
+	if (pid < 0 || waitpid(pid, &status, 0) != pid)
+		return 0;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 }
 
 /* ----------------------------------------------------------- throughput */
@@ -818,6 +739,19 @@ int wait_state(const char *path, const char *want, int timeout_ms)
 		msleep(10);
 	}
 	return -1;
+}
+
+int64_t wait_field(const char *path, const char *key, int64_t want, int timeout_ms)
+{
+	int64_t v = -1;
+
+	for (int t = 0; t < timeout_ms; t += 50) {
+		v = status_field(path, key);
+		if (v == want)
+			break;
+		msleep(50);
+	}
+	return v;
 }
 
 int daemon_reload_until(const char *path, int64_t limit_pages, int timeout_ms)

@@ -65,6 +65,9 @@ int xload_finish(struct xload *l, int timeout_ms, char *msg, size_t msglen);
 pid_t xload_pid(const struct xload *l);
 /* Kill the generator and forget it. */
 void xload_close(struct xload *l);
+/* 1 if a new network namespace has a net.core.optmem_max of its own (Linux
+ * 6.9), as .optmem_max needs. */
+int netns_has_optmem(void);
 
 /* ------------------------------------------------------------ throughput */
 
@@ -140,6 +143,9 @@ int64_t status_field_in(const char *filter, const char *path, const char *key);
 const char *status_state(const char *path);
 /* Wait until the state is want (poll every 10 ms). 0 or -1 on timeout. */
 int wait_state(const char *path, const char *want, int timeout_ms);
+/* Wait until status_field(path, key) is want (poll every 50 ms); returns the
+ * last value read. */
+int64_t wait_field(const char *path, const char *key, int64_t want, int timeout_ms);
 
 /* ----------------------------------------------------------- sock_diag */
 

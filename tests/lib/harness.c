@@ -835,24 +835,61 @@ const char *daemon_confdir(void)
 	return h_confdir;
 }
 
-const char *daemon_write_config(const char *fmt, ...)
+/* Write @path (printf format), or stop the test saying why. */
+static void write_file_or_abort(const char *path, const char *fmt, va_list ap)
 {
-	va_list ap;
 	char *text;
 	FILE *f;
 
-	test_tmpdir();
-	va_start(ap, fmt);
 	xvasprintf(&text, fmt, ap);
-	va_end(ap);
-	f = fopen(h_conf, "we");
+	f = fopen(path, "we");
 	if (!f || fputs(text, f) < 0 || fclose(f)) {
-		fprintf(stderr, "harness: write %s: %s\n", h_conf, strerror(errno));
+		fprintf(stderr, "harness: write %s: %s\n", path, strerror(errno));
 		test_abort();
 	}
 	free(text);
+}
+
+const char *daemon_write_config(const char *fmt, ...)
+{
+	va_list ap;
+
+	test_tmpdir();
+	va_start(ap, fmt);
+	write_file_or_abort(h_conf, fmt, ap);
+	va_end(ap);
 	h_have_conf = 1;
 	return h_conf;
+}
+
+void daemon_write_dropin(const char *name, const char *fmt, ...)
+{
+	char *path;
+	va_list ap;
+
+	if (asprintf(&path, "%s/%s", daemon_confdir(), name) < 0)
+		test_abort();
+	va_start(ap, fmt);
+	write_file_or_abort(path, fmt, ap);
+	va_end(ap);
+	free(path);
+}
+
+void daemon_own_netns(void)
+{
+	char *wrapper, *bin = realpath(tcpbufd_path(), NULL);
+	FILE *f;
+
+	ASSERT_TRUE(bin != NULL);
+	ASSERT_TRUE(asprintf(&wrapper, "%s/tcpbufd-netns", test_tmpdir()) > 0);
+	f = fopen(wrapper, "w");
+	ASSERT_TRUE(f != NULL);
+	fprintf(f, "#!/bin/sh\nexec unshare -n %s \"$@\"\n", bin);
+	fclose(f);
+	ASSERT_OK(chmod(wrapper, 0755));
+	setenv("TCPBUFD", wrapper, 1);
+	free(wrapper);
+	free(bin);
 }
 
 /* --------------------------------------------------------------- daemon */
@@ -1243,6 +1280,51 @@ char *status_json_of(const char *cgroup)
 	ASSERT_EQ(ctl(&out, "status --json %s", cgroup), 0);
 	ASSERT_TRUE(json_valid(out));
 	return out;
+}
+
+char *limits_snapshot(const char *scope, const char *const *cgs, size_t n,
+		      const char *state_dir)
+{
+	static const char *const keys[] = { "limit_pages", "min_pages", "pressure_pages",
+					    "max_pages" };
+	char *json = status_json_of(scope), *out = NULL, *files;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	for (size_t i = 0; i < n; i++) {
+		fprintf(f, "%s", cgs[i]);
+		for (size_t k = 0; k < 4; k++)
+			fprintf(f, " %" PRId64, json_cgroup_value(json, cgs[i], keys[k]));
+		fputc('\n', f);
+	}
+	files = dir_snapshot(daemon_confdir());
+	fputs(files, f);
+	free(files);
+	files = dir_snapshot(state_dir);
+	fputs(files, f);
+	free(files);
+	fclose(f);
+	free(json);
+	return out;
+}
+
+int one_line(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n && s[n - 1] == '\n' && strchr(s, '\n') == s + n - 1;
+}
+
+void expect_refused(const char *what, const struct run *r, int code, const char *why,
+		    const char *before, const char *after)
+{
+	test_log("%s: exit %d: %s", what, r->code, *r->err ? r->err : "(no stderr)\n");
+	EXPECT_EQ(r->code, code);
+	EXPECT_TRUE(one_line(r->err));
+	EXPECT_TRUE(strstr(r->err, why) != NULL);
+	EXPECT_TRUE(strcmp(before, after) == 0);
+	if (strcmp(before, after))
+		test_log("%s changed the state:\n%s---\n%s", what, before, after);
 }
 
 int ctl(char **out, const char *fmt, ...)

@@ -188,6 +188,13 @@ int daemon_pinned_fd(const char *name);
 int daemon_pinned_lookup(const char *name, const void *key, void *value);
 /* Write the main config (printf format); daemon_start() then passes -c. */
 const char *daemon_write_config(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* From now on daemon_start() runs the daemon in a network namespace of its
+ * own (unshare -n): its passes then walk only the namespaces of the test's
+ * sockets, and no socket of the host takes a table entry. */
+void daemon_own_netns(void);
+/* Write drop-in @name (printf format) into daemon_confdir(); stops the test if it cannot. */
+void daemon_write_dropin(const char *name, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 /*
  * Start $TCPBUFD -f --mode $TCPBUFD_MODE --pin-path P --socket S
  * --scope <test parent, mount-relative> [-c CONF] EXTRA (EXTRA split on
@@ -242,6 +249,22 @@ void run_free(struct run *r);
 
 const char *ctl_stderr(void);
 
+/*
+ * What a refused request must leave alone, as text: limit, min, pressure and
+ * max pages of each of the @n cgroups @cgs in `status --json @scope`, then
+ * dir_snapshot() of the drop-in directory and of @state_dir (malloc'd).
+ */
+char *limits_snapshot(const char *scope, const char *const *cgs, size_t n,
+		      const char *state_dir);
+/* 1 if @s is exactly one line, ending in '\n'. */
+int one_line(const char *s);
+/*
+ * EXPECT a refusal: exit @code, one line on stderr holding @why, and the
+ * snapshots @before and @after equal (both logged where they differ).
+ */
+void expect_refused(const char *what, const struct run *r, int code, const char *why,
+		    const char *before, const char *after);
+
 /* Split a command line into a NULL-terminated argv (malloc'd). */
 char **split_args(const char *s, int *argc);
 
@@ -291,6 +314,14 @@ int json_int_field(const char *json, const char *key, int64_t *out);
 int json_cgroup_field(const char *json, const char *cgroup, const char *key, int64_t *out);
 int json_cgroup_string(const char *json, const char *cgroup, const char *key,
 		       char *buf, size_t len);
+/* EXPECT @cgroup's limit, min, pressure and max pages in @json (status --json). */
+#define EXPECT_THRESHOLDS(json, cgroup, limit, min, pressure, max)			\
+	do {									\
+		EXPECT_EQ(json_cgroup_value(json, cgroup, "limit_pages"), limit);	\
+		EXPECT_EQ(json_cgroup_value(json, cgroup, "min_pages"), min);		\
+		EXPECT_EQ(json_cgroup_value(json, cgroup, "pressure_pages"), pressure);\
+		EXPECT_EQ(json_cgroup_value(json, cgroup, "max_pages"), max);		\
+	} while (0)
 /* `status --json CGROUP` from the daemon, checked to be valid JSON (asserts). */
 char *status_json_of(const char *cgroup);
 /* json_cgroup_field()'s value, or -2 where it is null and -3 where it is missing or bad. */

@@ -29,29 +29,90 @@
 #include <arpa/inet.h>
 #include <unistd.h>
 
-#define PLEN	65521		/* prime: a lost or repeated chunk shifts the pattern */
 #define CHUNK	65536
 
-static uint8_t pat[PLEN + CHUNK];
+static uint8_t pat[PATTERN_PERIOD + PATTERN_RUN];
 
-static void pat_init(void)
+void pattern_init(void)
 {
 	uint32_t x = 2463534242u;
 
-	for (int k = 0; k < PLEN; k++) {
+	for (int k = 0; k < PATTERN_PERIOD; k++) {
 		x ^= x << 13;
 		x ^= x >> 17;
 		x ^= x << 5;
 		pat[k] = (uint8_t)(x >> 24);
 	}
-	for (int j = 0; j < CHUNK; j++)
-		pat[PLEN + j] = pat[j];
+	for (int j = 0; j < PATTERN_RUN; j++)
+		pat[PATTERN_PERIOD + j] = pat[j];
 }
 
-/* pattern bytes of connection i from stream offset off */
-static const uint8_t *pat_at(int i, uint64_t off)
+const uint8_t *pattern_at(int conn, uint64_t off)
 {
-	return pat + (off + (uint64_t)i * 7919u) % PLEN;
+	return pat + (off + (uint64_t)conn * 7919u) % PATTERN_PERIOD;
+}
+
+/* Mark the first byte of @buf that is not connection @conn's from rx->received. */
+static void pattern_check(int conn, struct pattern_rx *rx, const uint8_t *buf, size_t n)
+{
+	for (size_t k = 0; k < n && !rx->bad; k += PATTERN_RUN) {
+		size_t m = n - k < PATTERN_RUN ? n - k : PATTERN_RUN;
+		const uint8_t *want = pattern_at(conn, rx->received + k);
+
+		if (memcmp(buf + k, want, m)) {
+			size_t j = 0;
+
+			while (buf[k + j] == want[j])
+				j++;
+			rx->bad = PATTERN_WRONG_BYTE;
+			rx->bad_off = rx->received + k + j;
+		}
+	}
+}
+
+uint64_t pattern_pull(int fd, int conn, struct pattern_rx *rx, int64_t limit, size_t chunk)
+{
+	static uint8_t buf[256 * 1024];
+	uint64_t got = 0;
+
+	if (chunk > sizeof(buf))
+		chunk = sizeof(buf);
+	while (!rx->eof && limit != 0) {
+		size_t want = chunk;
+		ssize_t r;
+
+		if (limit > 0 && (uint64_t)limit < want)
+			want = limit;
+		r = recv(fd, buf, want, MSG_DONTWAIT);
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN && errno != EWOULDBLOCK) {
+				rx->eof = 1;
+				if (!rx->bad) {
+					rx->bad = PATTERN_RECV_ERROR;
+					rx->bad_off = rx->received;
+				}
+			}
+			break;
+		}
+		if (r == 0) {
+			rx->eof = 1;
+			break;
+		}
+		pattern_check(conn, rx, buf, r);
+		rx->received += r;
+		got += r;
+		if (limit > 0)
+			limit -= r;
+	}
+	return got;
+}
+
+const char *pattern_error(const struct pattern_rx *rx)
+{
+	return rx->bad == PATTERN_WRONG_BYTE ? "wrong byte" :
+	       rx->bad == PATTERN_RECV_ERROR ? "receive error" : NULL;
 }
 
 /* --------------------------------------------------------------- helpers */
@@ -91,7 +152,7 @@ int netns_enter_new(int drop_caps)
 	return (int)syscall(SYS_capset, &h, d);
 }
 
-static socklen_t loop_addr(int family, struct sockaddr_storage *ss, uint16_t port)
+socklen_t loopback_addr(int family, struct sockaddr_storage *ss, uint16_t port)
 {
 	memset(ss, 0, sizeof(*ss));
 	if (family == AF_INET6) {
@@ -114,7 +175,7 @@ static socklen_t loop_addr(int family, struct sockaddr_storage *ss, uint16_t por
 int ipv6_available(void)
 {
 	struct sockaddr_storage ss;
-	socklen_t len = loop_addr(AF_INET6, &ss, 0);
+	socklen_t len = loopback_addr(AF_INET6, &ss, 0);
 	int fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	int ok;
 
@@ -130,7 +191,7 @@ int ipv6_available(void)
 static int make_listener(int family, int backlog, int rcvbuf, uint16_t *port)
 {
 	struct sockaddr_storage ss;
-	socklen_t len = loop_addr(family, &ss, 0);
+	socklen_t len = loopback_addr(family, &ss, 0);
 	int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 
 	if (fd < 0)
@@ -171,11 +232,9 @@ static void raise_nofile(void)
 
 struct conn {
 	int snd, rcv;
-	uint64_t sent, received;
+	uint64_t sent;
 	int snd_done;		/* cap reached or shut down */
-	int eof;
-	int bad;		/* content mismatch seen */
-	uint64_t bad_off;
+	struct pattern_rx rx;
 };
 
 static struct conn *conns;
@@ -184,22 +243,37 @@ static int rep;			/* report pipe */
 static int cmd;			/* command pipe */
 static struct load_opts opt;
 
-static void report(const char *fmt, ...)
+static void child_vreport(int fd, const char *fmt, va_list ap)
 {
 	char line[512];
-	va_list ap;
-	int n;
+	int n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
 
-	va_start(ap, fmt);
-	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
-	va_end(ap);
 	if (n < 0)
 		return;
 	if (n > (int)sizeof(line) - 2)
 		n = sizeof(line) - 2;
 	line[n++] = '\n';
-	if (write(rep, line, n) != n)
+	if (write(fd, line, n) != n)
 		_exit(3);
+}
+
+void child_report(int fd, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	child_vreport(fd, fmt, ap);
+	va_end(ap);
+}
+
+__attribute__((format(printf, 1, 2)))
+static void report(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	child_vreport(rep, fmt, ap);
+	va_end(ap);
 }
 
 static uint64_t total_sent(void)
@@ -216,7 +290,7 @@ static uint64_t total_received(void)
 	uint64_t s = 0;
 
 	for (int i = 0; i < nconns; i++)
-		s += conns[i].received;
+		s += conns[i].rx.received;
 	return s;
 }
 
@@ -236,7 +310,7 @@ static uint64_t push(int i)
 			c->snd_done = 1;
 			break;
 		}
-		r = send(c->snd, pat_at(i, c->sent), n, MSG_DONTWAIT | MSG_NOSIGNAL);
+		r = send(c->snd, pattern_at(i, c->sent), n, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (r < 0) {
 			if (errno == EINTR)
 				continue;
@@ -257,41 +331,7 @@ static uint64_t push(int i)
 /* Read what is there on connection i and verify it.  Returns bytes. */
 static uint64_t pull(int i)
 {
-	static uint8_t buf[CHUNK];
-	struct conn *c = &conns[i];
-	uint64_t got = 0;
-
-	while (!c->eof) {
-		ssize_t r = recv(c->rcv, buf, sizeof(buf), MSG_DONTWAIT);
-
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			if (errno != EAGAIN && errno != EWOULDBLOCK) {
-				c->eof = 1;
-				if (!c->bad) {
-					c->bad = 2;
-					c->bad_off = c->received;
-				}
-			}
-			break;
-		}
-		if (r == 0) {
-			c->eof = 1;
-			break;
-		}
-		if (!c->bad && memcmp(buf, pat_at(i, c->received), (size_t)r)) {
-			size_t k = 0;
-
-			while (buf[k] == pat_at(i, c->received)[k])
-				k++;
-			c->bad = 1;
-			c->bad_off = c->received + k;
-		}
-		c->received += r;
-		got += r;
-	}
-	return got;
+	return pattern_pull(conns[i].rcv, i, &conns[i].rx, -1, CHUNK);
 }
 
 /*
@@ -355,7 +395,7 @@ static void flow(int *reported)
 				pf[n].events = POLLOUT;
 				n++;
 			}
-			if (!conns[i].eof) {
+			if (!conns[i].rx.eof) {
 				pf[n].fd = conns[i].rcv;
 				pf[n].events = POLLIN;
 				n++;
@@ -373,8 +413,9 @@ static void flow(int *reported)
 			int all = 1;
 
 			for (int i = 0; i < nconns; i++)
-				if (conns[i].received == 0 && !(opt.bytes && conns[i].snd_done &&
-								 conns[i].received == conns[i].sent))
+				if (conns[i].rx.received == 0 &&
+				    !(opt.bytes && conns[i].snd_done &&
+				      conns[i].rx.received == conns[i].sent))
 					all = 0;
 			if ((all && now_sec() - start >= opt.settle_ms / 1000.0) ||
 			    now_sec() - start > opt.fill_timeout_ms / 1000.0) {
@@ -406,7 +447,7 @@ static void resume(int timeout_ms)
 		for (int i = 0; i < nconns; i++)
 			pull(i);
 		for (int i = 0; i < nconns; i++) {
-			if (conns[i].eof)
+			if (conns[i].rx.eof)
 				continue;
 			pf[n].fd = conns[i].rcv;
 			pf[n].events = POLLIN;
@@ -427,17 +468,13 @@ static void resume(int timeout_ms)
 	for (int i = 0; i < nconns && ok; i++) {
 		struct conn *c = &conns[i];
 
-		if (c->bad == 1) {
-			snprintf(msg, sizeof(msg), "connection %d: wrong byte at offset %" PRIu64,
-				 i, c->bad_off);
+		if (c->rx.bad) {
+			snprintf(msg, sizeof(msg), "connection %d: %s at offset %" PRIu64,
+				 i, pattern_error(&c->rx), c->rx.bad_off);
 			ok = 0;
-		} else if (c->bad == 2) {
-			snprintf(msg, sizeof(msg), "connection %d: receive error at offset %" PRIu64,
-				 i, c->bad_off);
-			ok = 0;
-		} else if (c->received != c->sent) {
+		} else if (c->rx.received != c->sent) {
 			snprintf(msg, sizeof(msg), "connection %d: received %" PRIu64 " of %" PRIu64
-				 " bytes", i, c->received, c->sent);
+				 " bytes", i, c->rx.received, c->sent);
 			ok = 0;
 		}
 	}
@@ -473,7 +510,7 @@ static void child_main(void)
 	int lfd, one = 1, reported = 0;
 	char c[64];
 
-	pat_init();
+	pattern_init();
 	if (join_cgroup(opt.cgroup)) {
 		report("error cannot join cgroup %s: %s", opt.cgroup, strerror(errno));
 		_exit(2);
@@ -489,7 +526,7 @@ static void child_main(void)
 		report("error listen: %s", strerror(errno));
 		_exit(2);
 	}
-	alen = loop_addr(opt.family, &ss, port);
+	alen = loopback_addr(opt.family, &ss, port);
 	for (int i = 0; i < opt.nconn; i++) {
 		struct conn *k = &conns[i];
 
@@ -758,7 +795,7 @@ static int short_child(const char *cgroup, int family, int n)
 		perror("short_connections: listen");
 		return 1;
 	}
-	alen = loop_addr(family, &ss, port);
+	alen = loopback_addr(family, &ss, port);
 	for (int i = 0; i < n; i++) {
 		int c = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0), s;
 

@@ -26,6 +26,7 @@
 #define TCPBUF_TEST_LOAD_H
 
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 struct load_opts {
@@ -87,6 +88,8 @@ void load_kill(struct load *l);
 int short_connections(const char *cgroup, int n);
 int short_connections_ex(const char *cgroup, int family, int n, double *secs);
 
+/* @ss = 127.0.0.1 or ::1 (@family), port @port; returns its length. */
+socklen_t loopback_addr(int family, struct sockaddr_storage *ss, uint16_t port);
 /* 1 if AF_INET6 sockets can bind ::1. */
 int ipv6_available(void);
 /* Bring the loopback interface up if it is down (VM guests).  0 or -1. */
@@ -94,5 +97,38 @@ int lo_up(void);
 /* In this process: a network namespace of its own with lo up, and (if
  * @drop_caps) no capabilities left.  0 or -1 with errno. */
 int netns_enter_new(int drop_caps);
+
+/*
+ * The byte pattern every generator sends: connection i carries
+ * pattern_at(i, off)[0] at stream offset off. The period is prime, so a lost
+ * or repeated chunk shifts it; pattern_at() is readable PATTERN_RUN bytes on.
+ */
+#define PATTERN_PERIOD	65521
+#define PATTERN_RUN	65536
+void pattern_init(void);
+const uint8_t *pattern_at(int conn, uint64_t off);
+
+/* The receiving end of one connection, checked against the pattern. */
+struct pattern_rx {
+	uint64_t received;	/* bytes read so far */
+	uint64_t bad_off;	/* offset of the first wrong byte, or of the receive error */
+	int bad;		/* PATTERN_WRONG_BYTE or PATTERN_RECV_ERROR once seen */
+	int eof;		/* EOF or a receive error: nothing more comes */
+};
+enum { PATTERN_WRONG_BYTE = 1, PATTERN_RECV_ERROR = 2 };
+/*
+ * Read from non-blocking @fd what is there, at most @limit bytes (< 0: no
+ * limit) in recv()s of at most @chunk (<= 256 KiB), checking it as connection
+ * @conn's pattern. Returns the bytes read.
+ */
+uint64_t pattern_pull(int fd, int conn, struct pattern_rx *rx, int64_t limit, size_t chunk);
+/* "wrong byte", "receive error", or NULL while every byte was right. */
+const char *pattern_error(const struct pattern_rx *rx);
+
+/*
+ * In a generator child: write one line (printf format; '\n' added, cut at
+ * 510 bytes) to the pipe @fd; _exit(3) if it cannot.
+ */
+void child_report(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 #endif /* TCPBUF_TEST_LOAD_H */
