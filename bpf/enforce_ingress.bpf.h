@@ -137,7 +137,7 @@ static __always_inline bool tcp_would_queue(struct sock *sk, const struct tcp_so
  * mode the kernel's charge does. This keeps ingress at a few lookups per
  * segment everywhere but right under max, in pressure too. *@clear: every
  * level is also below its watch point (struct tcpbuf_zones), so the next
- * segments may trust this look until enforce_ctl.state_gen moves.
+ * segments may trust this look until enforce_ctl.epoch moves.
  */
 static __always_inline bool ingress_near_max(const struct sock_charge *sc, __u32 levels,
 					     __s64 extra, bool *clear)
@@ -237,16 +237,16 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 	 * cgroup's usage has come near max since (nor any state or limit
 	 * changed): nothing to look up. Read before the look that may renew the trust, so a
 	 * charge crossing meanwhile leaves it stale. */
-	gen = *(volatile __u32 *)&ctl->state_gen;
-	if (gen && sc->max_clear_gen == gen && w.pages <= TCPBUF_INGRESS_TRUST_PAGES) {
+	gen = *(volatile __u32 *)&ctl->epoch;
+	if (gen && sc->max_clear_epoch == gen && w.pages <= TCPBUF_INGRESS_TRUST_PAGES) {
 		near_max = false;
 	} else {
 		/* The levels its last caps walk found limited (armed sockets
 		 * have one at every segment). */
 		near_max = ingress_near_max(sc, limited_levels_of(sc, ctl, &stale),
 					    uncharged > 0 ? uncharged : 0, &clear);
-		if (clear && !near_max && sc->max_clear_gen != gen)
-			sc->max_clear_gen = gen;
+		if (clear && !near_max && sc->max_clear_epoch != gen)
+			sc->max_clear_epoch = gen;
 	}
 	/* Nothing to refuse and nothing to charge: the common case of
 	 * request/response traffic, a few lookups. */

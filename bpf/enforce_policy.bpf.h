@@ -113,14 +113,14 @@ static __always_inline __u32 limited_levels_of(const struct sock_charge *sc,
 {
 	union sock_limited_levels ll = { .word = sc ? sc->limited.word : 0 };
 
-	*stale = !ll.gen || ll.gen != (__u16)ctl->limits_gen;
+	*stale = !ll.gen || ll.gen != (__u16)ctl->epoch;
 	return *stale ? 0xffff : ll.mask;
 }
 
 static __always_inline void limited_levels_note(struct sock_charge *sc,
 						const struct tcpbuf_enforce_ctl *ctl, __u32 found)
 {
-	union sock_limited_levels ll = { .mask = found, .gen = ctl->limits_gen };
+	union sock_limited_levels ll = { .mask = found, .gen = ctl->epoch };
 
 	if (sc)
 		sc->limited.word = ll.word;
@@ -443,7 +443,7 @@ static __always_inline void caps_settled_note(struct sock *sk, const struct tcp_
 		return;
 	se->flags |= TCPBUF_SE_SETTLED;
 	se->eval_t = settled_now(tp);	/* read only while settled */
-	se->state_gen = ctl->state_gen;
+	se->epoch = ctl->epoch;
 	if (tcpbuf_snd_at_cap(c->snd, sk->sk_sndbuf))
 		se->flags |= TCPBUF_SE_SND_AT_CAP;
 }
@@ -461,7 +461,7 @@ static __always_inline bool caps_still_settled(struct sock *sk, const struct tcp
 	 * this segment, not a millisecond later; a cgroup flapping at a
 	 * threshold needs its writers' caps lifted the moment it eases. */
 	ctl = enforce_ctl_get();
-	if (!ctl || (__u16)ctl->state_gen != se->state_gen)
+	if (!ctl || (__u16)ctl->epoch != se->epoch)
 		return false;
 	/* The application set a size: remembered by the full pass. */
 	if (((f & TCPBUF_SE_SNDBUF_SET) && sk->sk_sndbuf != se->set_sndbuf) ||

@@ -12,7 +12,7 @@
 #include <linux/types.h>
 #endif
 
-#define TCPBUF_LAYOUT_VERSION	15
+#define TCPBUF_LAYOUT_VERSION	16
 
 /*
  * A socket charges its own cgroup and its limited ancestors, however far
@@ -87,8 +87,8 @@ struct cgroup_usage {
 	__u32 state;		/* enum tcpbuf_state, written by the enforcement side */
 	/* Usage came within ingress's reach of max (watch_point, tcpbuf_policy.h;
 	 * charge.bpf.h): set by the charge that came there, which bumps
-	 * enforce_ctl.state_gen so no socket's ingress keeps trusting an
-	 * older look (sock_charge.max_clear_gen); cleared well below it. */
+	 * enforce_ctl.epoch so no socket's ingress keeps trusting an older
+	 * look (sock_charge.max_clear_epoch); cleared well below it. */
 	__u32 max_watch;
 	/*
 	 * The cgroup's entry in cgroup_limits, copied here (all 0: none) so a
@@ -142,12 +142,12 @@ struct sock_enforce {
 	 * cache line keeps the first ancestors (a charge reads them). */
 	__u16 eval_t;		/* tcp_mstamp in 64 us units (low 16 bits) when its caps
 				 * were last found settled */
-	__u16 state_gen;	/* tcpbuf_enforce_ctl.state_gen (low 16 bits) then */
+	__u16 epoch;		/* tcpbuf_enforce_ctl.epoch (low 16 bits) then */
 };
 
 /*
  * Which of a socket's ancestors had limits when the limits were at
- * generation gen (tcpbuf_enforce_ctl.limits_gen; 0: never read), so a walk
+ * epoch gen (tcpbuf_enforce_ctl.epoch, low 16 bits; 0: never read), so a walk
  * that wants limited levels looks up only those: most levels have no
  * limits, and each hash lookup costs a per-segment pass.
  */
@@ -167,11 +167,11 @@ union sock_limited_levels {
  */
 struct sock_charge {
 	__s32 charged_pages;	/* pages currently charged by this socket */
-	/* enforce_ctl.state_gen when ingress last found every limited
-	 * ancestor clear of max_watch (0: never): until the generation moves,
+	/* enforce_ctl.epoch when ingress last found every limited
+	 * ancestor clear of max_watch (0: never): until the epoch moves,
 	 * its segments need no lookup of their usage. Written by ingress
 	 * only, which runs without the socket's lock: not in flags. */
-	__u32 max_clear_gen;
+	__u32 max_clear_epoch;
 	/*
 	 * Enforcement's part (all 0 for a socket it never sized). In the
 	 * same entry as the charge, not an entry of its own: creating and
@@ -202,7 +202,7 @@ struct sock_charge {
 	union sock_limited_levels limited;
 	__u64 ancestors[TCPBUF_MAX_DEPTH];
 	__u32 level;		/* level of the socket's own cgroup (ancestors[0]) */
-	__u32 ancestry_gen;	/* tcpbuf_enforce_ctl.limits_gen when ancestors[] was read */
+	__u32 ancestry_epoch;	/* tcpbuf_enforce_ctl.epoch when ancestors[] was read */
 	/* The cgroup charged (the socket's own), written last: once it is
 	 * set, so is the rest (levels 0: a socket of the root cgroup). */
 	__u64 cgroup_id;

@@ -560,13 +560,6 @@ TCPBUF_POLICY __s64 tcpbuf_sample_target(__s64 before, __s64 target, bool exact,
 
 /* ------------------------------------------------------------ the rest */
 
-/* The limits' next generation: its low 16 bits, which a socket keeps, never 0. */
-TCPBUF_POLICY __u32 tcpbuf_limits_gen_next(__u32 gen)
-{
-	gen++;
-	return (__u16)gen ? gen : gen + 1;
-}
-
 /* Whether a cgroup whose unaccounted_sockets just rose to @now tells the
  * daemon (TCPBUF_EVENT_UNACCOUNTED): at the first and at each doubling, so
  * a flood of such sockets costs the ring buffer a few events, not one each. */
