@@ -161,7 +161,7 @@ static __always_inline void ancestry_renew(struct sock *sk, struct sock_charge *
 	for (k = 0; k < TCPBUF_MAX_DEPTH; k++)
 		sc->ancestors[k] = to.ids[k];
 	sc->levels_word = TCPBUF_LEVELS_WORD(to.n) | missed_to;
-	sc->limited.word = 0;	/* which of them are limited: read anew */
+	sc->verdict.word = 0;	/* found on the old list: nothing of it holds */
 	sc->ancestry_epoch = epoch;
 }
 

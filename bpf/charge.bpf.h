@@ -305,6 +305,32 @@ static __always_inline __u32 epoch_now(void)
 	return ctl ? *(volatile __u32 *)&ctl->epoch : 0;
 }
 
+/* The socket's verdict (struct sock_charge), read once: ingress may change
+ * it meanwhile. */
+static __always_inline union sock_verdict verdict_of(const struct sock_charge *sc)
+{
+	union sock_verdict v = { .word = *(volatile const __u64 *)&sc->verdict.word };
+
+	return v;
+}
+
+/*
+ * Note what a look begun at @epoch found in @sc's verdict
+ * (tcpbuf_verdict_with()). By its lock holders only (sock_ops, the sweep),
+ * which exclude each other: a plain store, which at worst loses the bit
+ * ingress added meanwhile.
+ */
+static __always_inline void verdict_note(struct sock_charge *sc, __u32 epoch, __u32 set,
+					 __u32 clear, __u8 mask, __u16 stamp)
+{
+	union sock_verdict v;
+
+	if (!sc)
+		return;
+	v = tcpbuf_verdict_with(verdict_of(sc), epoch, set, clear, mask, stamp);
+	*(volatile __u64 *)&sc->verdict.word = v.word;
+}
+
 /*
  * Read the socket's ancestry into its entry, once (and again by the sweep
  * after a change of limits, ancestry_renew.bpf.h). levels, set with an
@@ -511,39 +537,41 @@ enum sample_kind {
 	SAMPLE_LAZY,	/* syscalls and segments: small shrinks wait, none below the kept page */
 };
 
-/* Whether the socket's caps are settled at the host's current state. */
-static __always_inline bool sample_settled(const struct sock_enforce *se)
+/* Whether the caps of @sk (entry @sc) are settled at the host's current
+ * state: its verdict, as enforce_sockops asks it. */
+static __always_inline bool sample_settled(struct sock *sk, const struct sock_charge *sc)
 {
-	struct tcpbuf_enforce_ctl *ctl;
+	union sock_verdict v = verdict_of(sc);
+	struct tcp_sock *tp;
 
-	if (!(se->flags & TCPBUF_SE_SETTLED))
+	if (!(tp = bpf_skc_to_tcp_sock(sk)))
 		return false;
-	ctl = enforce_ctl_get();
-	return ctl && (__u16)ctl->epoch == se->epoch;
+	return tcpbuf_verdict_valid(&v, epoch_now(), tcpbuf_settled_clock(tp->tcp_mstamp),
+				    TCPBUF_V_SETTLED);
 }
 
 /* The charge a sample of @kind leaves where @before is charged in the entry
- * @sc and the footprint is @target. */
-static __always_inline __s64 sample_target(const struct sock_charge *sc, __s64 before,
-					   __s64 target, enum sample_kind kind)
+ * @sc of @sk and the footprint is @target. */
+static __always_inline __s64 sample_target(struct sock *sk, const struct sock_charge *sc,
+					   __s64 before, __s64 target, enum sample_kind kind)
 {
 	bool exact = kind == SAMPLE_EXACT;
 
 	return tcpbuf_sample_target(before, target, exact,
 				    tcpbuf_sample_may_wait(before, target, exact) &&
-				    sample_settled(&sc->enforce));
+				    sample_settled(sk, sc));
 }
 
-/* Sampled mode: make the charge of the socket whose entry is @sc its
+/* Sampled mode: make the charge of the socket @sk, whose entry is @sc, its
  * footprint now (above). The exchange makes concurrent samplers of one
  * socket apply consistent deltas; a sample that changes nothing costs no
  * atomic. */
-static __always_inline void sample_charge_to(struct sock_charge *sc, __s64 target,
-					     enum sample_kind kind)
+static __always_inline void sample_charge_to(struct sock *sk, struct sock_charge *sc,
+					     __s64 target, enum sample_kind kind)
 {
 	__s64 before = sc->charged_pages;
 
-	target = sample_target(sc, before, target, kind);
+	target = sample_target(sk, sc, before, target, kind);
 	if (target == before)
 		return;
 	before = __sync_lock_test_and_set(&sc->charged_pages, (__s32)target);
@@ -560,7 +588,7 @@ static __always_inline void sample_socket_to(struct sock *sk, __s64 target,
 		return;
 	sc = sock_charge_find(sk, target > 0);
 	if (sc)
-		sample_charge_to(sc, target, kind);
+		sample_charge_to(sk, sc, target, kind);
 }
 
 /*
@@ -641,12 +669,12 @@ static __always_inline void sample_if_armed(struct sock *sk)
 		if (!peek || !(peek->enforce.flags & TCPBUF_SE_LIMITED))
 			return;
 		before = peek->charged_pages;
-		if (sample_target(peek, before, sk_footprint_pages(sk), SAMPLE_LAZY) == before)
+		if (sample_target(sk, peek, before, sk_footprint_pages(sk), SAMPLE_LAZY) == before)
 			return;
 	}
 	sc = sock_armed_charge(sk);
 	if (sc)
-		sample_charge_to(sc, sk_footprint_pages(sk), SAMPLE_LAZY);
+		sample_charge_to(sk, sc, sk_footprint_pages(sk), SAMPLE_LAZY);
 }
 
 static __always_inline void sample_socket(struct sock *sk, enum sample_kind kind)
