@@ -246,7 +246,7 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 	} else {
 		/* The levels its last caps walk found limited (armed sockets
 		 * have one at every segment). */
-		near_max = ingress_near_max(sc, limited_levels_of(&v, epoch, &stale),
+		near_max = ingress_near_max(sc, limited_levels_of(v, epoch, &stale),
 					    uncharged > 0 ? uncharged : 0, &clear);
 		/* Without the socket's lock: a compare-and-swap, so that a
 		 * verdict sock_ops changed meanwhile is never written back. */

@@ -109,11 +109,10 @@ static __always_inline bool walk_level(struct ancestry *a, __u64 i, __u64 *id)
  * the walk finds (verdict_note(), TCPBUF_V_MASK): most levels have no
  * limits, and each lookup costs a per-segment pass.
  */
-static __always_inline __u32 limited_levels_of(const union sock_verdict *v, __u32 epoch,
-					       bool *stale)
+static __always_inline __u32 limited_levels_of(union sock_verdict v, __u32 epoch, bool *stale)
 {
-	*stale = !tcpbuf_verdict_valid(v, epoch, 0, TCPBUF_V_MASK);
-	return *stale ? 0xff : v->mask;
+	*stale = !tcpbuf_verdict_valid(&v, epoch, 0, TCPBUF_V_MASK);
+	return *stale ? 0xff : v.mask;
 }
 
 struct caps_walk {
@@ -214,7 +213,6 @@ __noinline int caps_walk(struct sock_charge *sc, __s64 unsent, __s64 rmem, __s64
 {
 	struct tcpbuf_enforce_ctl *ctl = enforce_ctl_get();
 	struct caps_walk w = { .unsent = unsent, .rmem = rmem, .chunk = chunk };
-	union sock_verdict v = {};
 	bool stale;
 
 	if (!c)
@@ -224,10 +222,9 @@ __noinline int caps_walk(struct sock_charge *sc, __s64 unsent, __s64 rmem, __s64
 		/* Read before any usage: a change after it leaves the
 		 * verdict made from this walk stale. */
 		w.c.epoch = *(volatile __u32 *)&ctl->epoch;
-		if (sc)
-			v = verdict_of(sc);
 		w.a.sc = sc;
-		w.levels = limited_levels_of(&v, w.c.epoch, &stale);
+		w.levels = limited_levels_of(sc ? verdict_of(sc) : (union sock_verdict){},
+					     w.c.epoch, &stale);
 		/* One limited level, the socket's own cgroup (the common
 		 * case): without the loop's calls and spills. */
 		if (sc && w.levels == 1 && sc->levels)

@@ -343,7 +343,8 @@ struct tcpbuf_caps {
 	__s64 snd;	/* ceiling for sk_sndbuf, bytes (0: minimal) */
 	__s64 rcv;	/* ceiling for sk_rcvbuf, bytes; TCPBUF_CAP_NONE: leave to autotuning */
 	__s64 room;	/* the least share of a headroom any level's guards gave it */
-	__u32 state;	/* strictest state among the limited ancestors */
+	__u8 state;	/* strictest state among the limited ancestors (8 bits, so
+			 * that epoch fits in the walk's frame as it was) */
 	bool limited;	/* some ancestor has limits */
 	__u32 epoch;	/* the host's epoch when the walk began: its verdict's */
 };
