@@ -537,41 +537,42 @@ enum sample_kind {
 	SAMPLE_LAZY,	/* syscalls and segments: small shrinks wait, none below the kept page */
 };
 
-/* Whether the caps of @sk (entry @sc) are settled at the host's current
- * state: its verdict, as enforce_sockops asks it. */
-static __always_inline bool sample_settled(struct sock *sk, const struct sock_charge *sc)
+/*
+ * Whether the caps of the socket of @sc are settled at the host's current
+ * state: its verdict without the clock, the one second rule. A tracepoint's
+ * struct sock has no tcp_mstamp without a helper call per syscall, and what
+ * an expired verdict lets wait is under TCPBUF_SAMPLE_SLACK_PAGES until the
+ * socket's next segment renews it.
+ */
+static __always_inline bool sample_settled(const struct sock_charge *sc)
 {
 	union sock_verdict v = verdict_of(sc);
-	struct tcp_sock *tp;
 
-	if (!(tp = bpf_skc_to_tcp_sock(sk)))
-		return false;
-	return tcpbuf_verdict_valid(&v, epoch_now(), tcpbuf_settled_clock(tp->tcp_mstamp),
-				    TCPBUF_V_SETTLED);
+	return tcpbuf_verdict_valid(&v, epoch_now(), TCPBUF_VERDICT_NO_CLOCK, TCPBUF_V_SETTLED);
 }
 
 /* The charge a sample of @kind leaves where @before is charged in the entry
- * @sc of @sk and the footprint is @target. */
-static __always_inline __s64 sample_target(struct sock *sk, const struct sock_charge *sc,
-					   __s64 before, __s64 target, enum sample_kind kind)
+ * @sc and the footprint is @target. */
+static __always_inline __s64 sample_target(const struct sock_charge *sc, __s64 before,
+					   __s64 target, enum sample_kind kind)
 {
 	bool exact = kind == SAMPLE_EXACT;
 
 	return tcpbuf_sample_target(before, target, exact,
 				    tcpbuf_sample_may_wait(before, target, exact) &&
-				    sample_settled(sk, sc));
+				    sample_settled(sc));
 }
 
-/* Sampled mode: make the charge of the socket @sk, whose entry is @sc, its
+/* Sampled mode: make the charge of the socket whose entry is @sc its
  * footprint now (above). The exchange makes concurrent samplers of one
  * socket apply consistent deltas; a sample that changes nothing costs no
  * atomic. */
-static __always_inline void sample_charge_to(struct sock *sk, struct sock_charge *sc,
-					     __s64 target, enum sample_kind kind)
+static __always_inline void sample_charge_to(struct sock_charge *sc, __s64 target,
+					     enum sample_kind kind)
 {
 	__s64 before = sc->charged_pages;
 
-	target = sample_target(sk, sc, before, target, kind);
+	target = sample_target(sc, before, target, kind);
 	if (target == before)
 		return;
 	before = __sync_lock_test_and_set(&sc->charged_pages, (__s32)target);
@@ -588,7 +589,7 @@ static __always_inline void sample_socket_to(struct sock *sk, __s64 target,
 		return;
 	sc = sock_charge_find(sk, target > 0);
 	if (sc)
-		sample_charge_to(sk, sc, target, kind);
+		sample_charge_to(sc, target, kind);
 }
 
 /*
@@ -669,12 +670,12 @@ static __always_inline void sample_if_armed(struct sock *sk)
 		if (!peek || !(peek->enforce.flags & TCPBUF_SE_LIMITED))
 			return;
 		before = peek->charged_pages;
-		if (sample_target(sk, peek, before, sk_footprint_pages(sk), SAMPLE_LAZY) == before)
+		if (sample_target(peek, before, sk_footprint_pages(sk), SAMPLE_LAZY) == before)
 			return;
 	}
 	sc = sock_armed_charge(sk);
 	if (sc)
-		sample_charge_to(sk, sc, sk_footprint_pages(sk), SAMPLE_LAZY);
+		sample_charge_to(sc, sk_footprint_pages(sk), SAMPLE_LAZY);
 }
 
 static __always_inline void sample_socket(struct sock *sk, enum sample_kind kind)

@@ -237,10 +237,10 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 	/* Every limited level was clear of max at its last look and the
 	 * epoch has not moved since: nothing to look up. Read before the
 	 * look that may renew the verdict, so a charge crossing meanwhile
-	 * leaves it stale. (The clock bounds only settled caps: 0.) */
+	 * leaves it stale. */
 	epoch = *(volatile __u32 *)&ctl->epoch;
 	v = verdict_of(sc);
-	if (tcpbuf_verdict_valid(&v, epoch, 0, TCPBUF_V_CLEAR) &&
+	if (tcpbuf_verdict_valid(&v, epoch, TCPBUF_VERDICT_NO_CLOCK, TCPBUF_V_CLEAR) &&
 	    w.pages <= TCPBUF_INGRESS_TRUST_PAGES) {
 		near_max = false;
 	} else {
@@ -285,7 +285,7 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 	 * sound). The next sample of the socket corrects this to what TCP
 	 * really queued. */
 	if (accounting_mode == TCPBUF_MODE_SAMPLED && tcp_would_queue(sk, tp, seq))
-		sample_charge_to(sk, sc, with, SAMPLE_LAZY);
+		sample_charge_to(sc, with, SAMPLE_LAZY);
 	return 1;
 }
 

@@ -111,7 +111,7 @@ static __always_inline bool walk_level(struct ancestry *a, __u64 i, __u64 *id)
  */
 static __always_inline __u32 limited_levels_of(union sock_verdict v, __u32 epoch, bool *stale)
 {
-	*stale = !tcpbuf_verdict_valid(&v, epoch, 0, TCPBUF_V_MASK);
+	*stale = !tcpbuf_verdict_valid(&v, epoch, TCPBUF_VERDICT_NO_CLOCK, TCPBUF_V_MASK);
 	return *stale ? 0xff : v.mask;
 }
 

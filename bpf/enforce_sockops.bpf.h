@@ -118,7 +118,7 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 	 * share at every segment. An armed socket samples itself until then. */
 	if (accounting_mode == TCPBUF_MODE_SAMPLED && (se->flags & TCPBUF_SE_LIMITED) &&
 	    !near_linked())
-		sample_charge_to(sk, sc, sk_footprint_pages(sk), SAMPLE_LAZY);
+		sample_charge_to(sc, sk_footprint_pages(sk), SAMPLE_LAZY);
 	near_before = caps_compute(sk, tp, sc, &c);
 	/* Nothing to do for it, nor to undo. */
 	if (!c.limited && !se->flags)

@@ -157,7 +157,7 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 		return 0;
 	}
 	if (accounting_mode == TCPBUF_MODE_SAMPLED)
-		sample_charge_to(sk, sc, sk_footprint_pages(sk), SAMPLE_EXACT);
+		sample_charge_to(sc, sk_footprint_pages(sk), SAMPLE_EXACT);
 	near = caps_compute(sk, tp, sc, &c);
 	se = &sc->enforce;
 	armed = se->flags & TCPBUF_SE_LIMITED;

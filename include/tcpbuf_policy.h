@@ -536,13 +536,19 @@ TCPBUF_POLICY bool tcpbuf_settled_expired(__u16 now, __u16 stamp)
  * make a verdict wrong bumps the epoch (struct tcpbuf_enforce_ctl).
  *   {epoch 7, bits MASK|SETTLED, stamp 100}: at epoch 7, now 110: SETTLED and
  *   MASK hold; now 116: MASK only; at epoch 8: nothing.
+ * TCPBUF_VERDICT_NO_CLOCK for @now: the epoch alone, for the one caller that
+ * has no clock at hand and whose slack the epoch already bounds (the
+ * sampler's, tcpbuf_sample_target()).
  */
-TCPBUF_POLICY bool tcpbuf_verdict_valid(const union sock_verdict *v, __u32 epoch_now, __u16 now,
+#define TCPBUF_VERDICT_NO_CLOCK	0x10000u
+
+TCPBUF_POLICY bool tcpbuf_verdict_valid(const union sock_verdict *v, __u32 epoch_now, __u32 now,
 					__u32 need)
 {
 	if (!need || v->epoch != epoch_now || (v->bits & need) != need)
 		return false;
-	return !(need & TCPBUF_V_SETTLED) || !tcpbuf_settled_expired(now, v->stamp);
+	return !(need & TCPBUF_V_SETTLED) || now == TCPBUF_VERDICT_NO_CLOCK ||
+	       !tcpbuf_settled_expired((__u16)now, v->stamp);
 }
 
 /*

@@ -458,7 +458,7 @@ static const struct verdict_case {
 	const char *what;
 	union sock_verdict v;
 	__u32 epoch;
-	__u16 now;
+	__u32 now;
 	__u32 need;
 	bool want;
 } verdict_cases[] = {
@@ -473,6 +473,12 @@ static const struct verdict_case {
 	  TCPBUF_V_SETTLED, false },
 	{ "settled, the epoch moved", V(7, 100, 0, TCPBUF_V_SETTLED), 8, 100, TCPBUF_V_SETTLED,
 	  false },
+	{ "settled, no clock (the sampler): the epoch alone", V(7, 100, 0, TCPBUF_V_SETTLED), 7,
+	  TCPBUF_VERDICT_NO_CLOCK, TCPBUF_V_SETTLED, true },
+	{ "settled, no clock, the epoch moved", V(7, 100, 0, TCPBUF_V_SETTLED), 8,
+	  TCPBUF_VERDICT_NO_CLOCK, TCPBUF_V_SETTLED, false },
+	{ "settled, a clock whose 16 bits are the stamp's, 2^16 + 5 ticks on",
+	  V(7, 100, 0, TCPBUF_V_SETTLED), 7, 105, TCPBUF_V_SETTLED, true },
 	{ "settled, 2^16 epochs on (no truncation)", V(7, 100, 0, TCPBUF_V_SETTLED), 7 + 0x10000,
 	  100, TCPBUF_V_SETTLED, false },
 	{ "mask, expired stamp: the clock bounds only settled", V(7, 100, 3, TCPBUF_V_MASK), 7,
