@@ -149,7 +149,8 @@ struct sock_enforce {
  * epoch (tcpbuf_enforce_ctl.epoch) is the one they were made at, settled
  * caps also only until their stamp expires (tcpbuf_verdict_valid()). One
  * word, so that ingress, which runs without the socket's lock, adds its bit
- * with a compare-and-swap that no locked writer's store can undo.
+ * with a compare-and-swap: a plain store could write back settled caps that
+ * sock_ops cleared meanwhile.
  */
 union sock_verdict {
 	struct {
@@ -160,12 +161,13 @@ union sock_verdict {
 	};
 	__u64 word;
 };
+_Static_assert(TCPBUF_MAX_DEPTH <= 8, "sock_verdict.mask: a bit per level");
 
 /*
  * Socket local storage "sock_charge": what this socket has charged and to whom,
  * so every uncharge goes back to the cgroup that was charged. Ordered so
- * that what a charge or an ingress check reads (the charge, the flags, the
- * first ancestors) shares the entry's first cache line.
+ * that what a charge or an ingress check reads (the charge, the verdict,
+ * the flags, the first ancestors) shares the entry's first cache line.
  */
 struct sock_charge {
 	__s32 charged_pages;	/* pages currently charged by this socket */
@@ -181,7 +183,7 @@ struct sock_charge {
 		};
 		__u32 levels_word;	/* both, for atomics (TCPBUF_MISSED_BIT()) */
 	};
-	/* Read by every fast path before anything else of the socket's. */
+	/* The one thing each fast path asks first (tcpbuf_verdict_valid()). */
 	union sock_verdict verdict;
 	/*
 	 * Enforcement's part (all 0 for a socket it never sized). In the
