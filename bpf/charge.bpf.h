@@ -548,7 +548,8 @@ static __always_inline bool sample_settled(const struct sock_charge *sc)
 {
 	union sock_verdict v = verdict_of(sc);
 
-	return tcpbuf_verdict_valid(&v, epoch_now(), TCPBUF_VERDICT_NO_CLOCK, TCPBUF_V_SETTLED);
+	return tcpbuf_verdict_has(&v, TCPBUF_V_SETTLED) &&
+	       tcpbuf_verdict_valid(&v, epoch_now(), TCPBUF_VERDICT_NO_CLOCK, TCPBUF_V_SETTLED);
 }
 
 /* The charge a sample of @kind leaves where @before is charged in the entry

@@ -450,7 +450,8 @@ static __always_inline bool caps_still_settled(struct sock *sk, const struct tcp
 	 * near max): caps lift (or tighten) at this segment, not a
 	 * millisecond later; a cgroup flapping at a threshold needs its
 	 * writers' caps lifted the moment it eases. */
-	if (!tcpbuf_verdict_valid(&v, epoch_now(), settled_now(tp), TCPBUF_V_SETTLED))
+	if (!tcpbuf_verdict_has(&v, TCPBUF_V_SETTLED) ||
+	    !tcpbuf_verdict_valid(&v, epoch_now(), settled_now(tp), TCPBUF_V_SETTLED))
 		return false;
 	/* The application set a size: remembered by the full pass. */
 	if (((f & TCPBUF_SE_SNDBUF_SET) && sk->sk_sndbuf != se->set_sndbuf) ||

@@ -542,10 +542,17 @@ TCPBUF_POLICY bool tcpbuf_settled_expired(__u16 now, __u16 stamp)
  */
 #define TCPBUF_VERDICT_NO_CLOCK	0x10000u
 
+/* Whether @v found @need at all: asked first where reading the epoch costs
+ * the caller a lookup (tcpbuf_verdict_valid() asks it too). */
+TCPBUF_POLICY bool tcpbuf_verdict_has(const union sock_verdict *v, __u32 need)
+{
+	return need && (v->bits & need) == need;
+}
+
 TCPBUF_POLICY bool tcpbuf_verdict_valid(const union sock_verdict *v, __u32 epoch_now, __u32 now,
 					__u32 need)
 {
-	if (!need || v->epoch != epoch_now || (v->bits & need) != need)
+	if (!tcpbuf_verdict_has(v, need) || v->epoch != epoch_now)
 		return false;
 	return !(need & TCPBUF_V_SETTLED) || now == TCPBUF_VERDICT_NO_CLOCK ||
 	       !tcpbuf_settled_expired((__u16)now, v->stamp);

@@ -533,6 +533,9 @@ static void check_verdict_cases(void)
 		if (got != k->want)
 			test_log("verdict: %s: %d, want %d", k->what, got, k->want);
 		EXPECT_EQ(got, k->want);
+		/* the cheap first question never says no where the rule says yes */
+		if (k->want)
+			EXPECT_TRUE(tcpbuf_verdict_has(&k->v, k->need));
 	}
 	for (size_t i = 0; i < sizeof(verdict_with_cases) / sizeof(verdict_with_cases[0]); i++) {
 		const struct verdict_with_case *k = &verdict_with_cases[i];
