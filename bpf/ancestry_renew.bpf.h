@@ -150,10 +150,10 @@ __noinline int ancestry_move(struct sock_charge *sc, struct ancestry_list *to)
 static __always_inline void ancestry_renew(struct sock *sk, struct sock_charge *sc)
 {
 	struct ancestry_list to = {};
-	__u32 gen = limits_gen_now(), missed_to;
+	__u32 epoch = epoch_now(), missed_to;
 	int k;
 
-	if (sc->ancestry_gen == gen || !sc->cgroup_id)
+	if (sc->ancestry_epoch == epoch || !sc->cgroup_id)
 		return;
 	ancestry_list_of(&to, sk);
 	to.cg = NULL;	/* ancestry_move() takes plain memory, no kernel pointer */
@@ -161,8 +161,8 @@ static __always_inline void ancestry_renew(struct sock *sk, struct sock_charge *
 	for (k = 0; k < TCPBUF_MAX_DEPTH; k++)
 		sc->ancestors[k] = to.ids[k];
 	sc->levels_word = TCPBUF_LEVELS_WORD(to.n) | missed_to;
-	sc->limited.word = 0;	/* which of them are limited: read anew */
-	sc->ancestry_gen = gen;
+	sc->verdict.word = 0;	/* found on the old list: nothing of it holds */
+	sc->ancestry_epoch = epoch;
 }
 
 #endif /* TCPBUF_ANCESTRY_RENEW_BPF_H */

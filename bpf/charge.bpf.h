@@ -77,7 +77,7 @@ static __always_inline bool near_linked(void)
  * here they are read from the usage entry and applied. */
 
 /* Keep max_watch (struct cgroup_usage) as usage @now has it: set with a bump
- * of state_gen that ends every socket's trust in ingress's last look. */
+ * of the epoch that ends every socket's trust in ingress's last look. */
 static __always_inline void max_watch_update(struct cgroup_usage *u, __s64 now)
 {
 	__s64 max = u->limits.max_pages;
@@ -91,7 +91,7 @@ static __always_inline void max_watch_update(struct cgroup_usage *u, __s64 now)
 	if (!watch && now >= z.watch_point) {
 		if (__sync_bool_compare_and_swap(&u->max_watch, 0, 1) &&
 		    (ctl = enforce_ctl_get()))
-			__sync_fetch_and_add(&ctl->state_gen, 1);
+			__sync_fetch_and_add(&ctl->epoch, 1);
 	} else if (watch && now < z.watch_clear) {
 		__sync_bool_compare_and_swap(&u->max_watch, 1, 0);
 	}
@@ -135,7 +135,7 @@ static __always_inline void cgroup_state_update(__u64 id, struct cgroup_usage *u
 		return;
 	ctl = enforce_ctl_get();
 	if (ctl)
-		__sync_fetch_and_add(&ctl->state_gen, 1);
+		__sync_fetch_and_add(&ctl->epoch, 1);
 	if (old == TCPBUF_STATE_NORMAL)
 		__sync_fetch_and_add(&usage->pressure_events, 1);
 	ev = bpf_ringbuf_reserve(&enforce_events, sizeof(*ev), 0);
@@ -297,12 +297,38 @@ static __always_inline void ancestry_list_of(struct ancestry_list *a, const stru
 		ancestry_list_limited(a, parent->cgroup);
 }
 
-/* The limits' generation now (tcpbuf_enforce_ctl.limits_gen). */
-static __always_inline __u32 limits_gen_now(void)
+/* The host's epoch now (tcpbuf_enforce_ctl.epoch). */
+static __always_inline __u32 epoch_now(void)
 {
 	struct tcpbuf_enforce_ctl *ctl = enforce_ctl_get();
 
-	return ctl ? ctl->limits_gen : 0;
+	return ctl ? *(volatile __u32 *)&ctl->epoch : 0;
+}
+
+/* The socket's verdict (struct sock_charge), read once: ingress may change
+ * it meanwhile. */
+static __always_inline union sock_verdict verdict_of(const struct sock_charge *sc)
+{
+	union sock_verdict v = { .word = *(volatile const __u64 *)&sc->verdict.word };
+
+	return v;
+}
+
+/*
+ * Note what a look begun at @epoch found in @sc's verdict
+ * (tcpbuf_verdict_with()). By its lock holders only (sock_ops, the sweep),
+ * which exclude each other: a plain store, which at worst loses the bit
+ * ingress added meanwhile.
+ */
+static __always_inline void verdict_note(struct sock_charge *sc, __u32 epoch, __u32 set,
+					 __u32 clear, __u8 mask, __u16 stamp)
+{
+	union sock_verdict v;
+
+	if (!sc)
+		return;
+	v = tcpbuf_verdict_with(verdict_of(sc), epoch, set, clear, mask, stamp);
+	*(volatile __u64 *)&sc->verdict.word = v.word;
 }
 
 /*
@@ -312,14 +338,14 @@ static __always_inline __u32 limits_gen_now(void)
  * line a charge reads anyway. A socket of the root cgroup has no level to
  * charge (levels stays 0): cgroup_id, set last the same way, says its entry
  * was read too, so it is not read again at every charge. Two CPUs filling
- * the same entry write the same values. ancestry_gen, read before the walk,
- * says which limits the list was made under.
+ * the same entry write the same values. ancestry_epoch, read before the
+ * walk, says which limits the list was made under.
  */
 static __always_inline void sock_ancestry_fill(struct sock_charge *sc, const struct sock *sk)
 {
 	struct ancestry_list a = {};
 	struct cgroup *cg = sk_cgroup(sk);
-	__u32 gen = limits_gen_now();
+	__u32 epoch = epoch_now();
 	__u64 own;
 	int i;
 
@@ -328,7 +354,7 @@ static __always_inline void sock_ancestry_fill(struct sock_charge *sc, const str
 	own = cg->kn->id;
 	sc->level = cg->level;
 	ancestry_list_of(&a, sk);
-	sc->ancestry_gen = gen;
+	sc->ancestry_epoch = epoch;
 	for (i = 0; i < TCPBUF_MAX_DEPTH; i++)
 		sc->ancestors[i] = a.ids[i];
 	if (a.n)
@@ -511,15 +537,19 @@ enum sample_kind {
 	SAMPLE_LAZY,	/* syscalls and segments: small shrinks wait, none below the kept page */
 };
 
-/* Whether the socket's caps are settled at the host's current state. */
-static __always_inline bool sample_settled(const struct sock_enforce *se)
+/*
+ * Whether the caps of the socket of @sc are settled at the host's current
+ * state: its verdict without the clock, the one second rule. A tracepoint's
+ * struct sock has no tcp_mstamp without a helper call per syscall, and what
+ * an expired verdict lets wait is under TCPBUF_SAMPLE_SLACK_PAGES until the
+ * socket's next segment renews it.
+ */
+static __always_inline bool sample_settled(const struct sock_charge *sc)
 {
-	struct tcpbuf_enforce_ctl *ctl;
+	union sock_verdict v = verdict_of(sc);
 
-	if (!(se->flags & TCPBUF_SE_SETTLED))
-		return false;
-	ctl = enforce_ctl_get();
-	return ctl && (__u16)ctl->state_gen == se->state_gen;
+	return tcpbuf_verdict_has(&v, TCPBUF_V_SETTLED) &&
+	       tcpbuf_verdict_valid(&v, epoch_now(), TCPBUF_VERDICT_NO_CLOCK, TCPBUF_V_SETTLED);
 }
 
 /* The charge a sample of @kind leaves where @before is charged in the entry
@@ -531,7 +561,7 @@ static __always_inline __s64 sample_target(const struct sock_charge *sc, __s64 b
 
 	return tcpbuf_sample_target(before, target, exact,
 				    tcpbuf_sample_may_wait(before, target, exact) &&
-				    sample_settled(&sc->enforce));
+				    sample_settled(sc));
 }
 
 /* Sampled mode: make the charge of the socket whose entry is @sc its

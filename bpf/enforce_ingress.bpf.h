@@ -137,7 +137,7 @@ static __always_inline bool tcp_would_queue(struct sock *sk, const struct tcp_so
  * mode the kernel's charge does. This keeps ingress at a few lookups per
  * segment everywhere but right under max, in pressure too. *@clear: every
  * level is also below its watch point (struct tcpbuf_zones), so the next
- * segments may trust this look until enforce_ctl.state_gen moves.
+ * segments may trust this look until the epoch moves (TCPBUF_V_CLEAR).
  */
 static __always_inline bool ingress_near_max(const struct sock_charge *sc, __u32 levels,
 					     __s64 extra, bool *clear)
@@ -202,7 +202,8 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 	struct tcp_sock *tp;
 	struct sock *sk;
 	__s64 uncharged = 0, with = 0;
-	__u32 seq = 0, gen;
+	union sock_verdict v, nv;
+	__u32 seq = 0, epoch;
 	bool near_max, stale, clear;
 	int len;
 
@@ -233,20 +234,25 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 		with = footprint_with_pages(sk, truesize + sk->sk_backlog.len);
 		uncharged = with - sc->charged_pages;
 	}
-	/* Every limited level was clear of max at its last look and no
-	 * cgroup's usage has come near max since (nor any state or limit
-	 * changed): nothing to look up. Read before the look that may renew the trust, so a
-	 * charge crossing meanwhile leaves it stale. */
-	gen = *(volatile __u32 *)&ctl->state_gen;
-	if (gen && sc->max_clear_gen == gen && w.pages <= TCPBUF_INGRESS_TRUST_PAGES) {
+	/* Every limited level was clear of max at its last look and the
+	 * epoch has not moved since: nothing to look up. Read before the
+	 * look that may renew the verdict, so a charge crossing meanwhile
+	 * leaves it stale. */
+	epoch = *(volatile __u32 *)&ctl->epoch;
+	v = verdict_of(sc);
+	if (tcpbuf_verdict_valid(&v, epoch, TCPBUF_VERDICT_NO_CLOCK, TCPBUF_V_CLEAR) &&
+	    w.pages <= TCPBUF_INGRESS_TRUST_PAGES) {
 		near_max = false;
 	} else {
 		/* The levels its last caps walk found limited (armed sockets
 		 * have one at every segment). */
-		near_max = ingress_near_max(sc, limited_levels_of(sc, ctl, &stale),
+		near_max = ingress_near_max(sc, limited_levels_of(v, epoch, &stale),
 					    uncharged > 0 ? uncharged : 0, &clear);
-		if (clear && !near_max && sc->max_clear_gen != gen)
-			sc->max_clear_gen = gen;
+		/* Without the socket's lock: a compare-and-swap, so that a
+		 * verdict sock_ops changed meanwhile is never written back. */
+		nv = tcpbuf_verdict_with(v, epoch, TCPBUF_V_CLEAR, 0, 0, 0);
+		if (clear && !near_max && nv.word != v.word)
+			__sync_val_compare_and_swap(&sc->verdict.word, v.word, nv.word);
 	}
 	/* Nothing to refuse and nothing to charge: the common case of
 	 * request/response traffic, a few lookups. */

@@ -14,6 +14,7 @@ struct {
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct tcpbuf_enforce_ctl);
+	__uint(map_flags, BPF_F_MMAPABLE);	/* the daemon bumps epoch in place */
 	__uint(pinning, LIBBPF_PIN_BY_NAME);
 } enforce_ctl SEC(".maps");
 

@@ -104,26 +104,15 @@ static __always_inline bool walk_level(struct ancestry *a, __u64 i, __u64 *id)
 }
 
 /*
- * The levels a walk for limits looks up: those the socket's entry says were
- * limited, if it read them at the limits' current generation; else all,
- * and *@stale says to note what the walk finds (limited_levels_note()).
+ * The levels a walk for limits looks up: those the socket's verdict says are
+ * limited, if it holds at @epoch; else all, and *@stale says to note what
+ * the walk finds (verdict_note(), TCPBUF_V_MASK): most levels have no
+ * limits, and each lookup costs a per-segment pass.
  */
-static __always_inline __u32 limited_levels_of(const struct sock_charge *sc,
-					       const struct tcpbuf_enforce_ctl *ctl, bool *stale)
+static __always_inline __u32 limited_levels_of(union sock_verdict v, __u32 epoch, bool *stale)
 {
-	union sock_limited_levels ll = { .word = sc ? sc->limited.word : 0 };
-
-	*stale = !ll.gen || ll.gen != (__u16)ctl->limits_gen;
-	return *stale ? 0xffff : ll.mask;
-}
-
-static __always_inline void limited_levels_note(struct sock_charge *sc,
-						const struct tcpbuf_enforce_ctl *ctl, __u32 found)
-{
-	union sock_limited_levels ll = { .mask = found, .gen = ctl->limits_gen };
-
-	if (sc)
-		sc->limited.word = ll.word;
+	*stale = !tcpbuf_verdict_valid(&v, epoch, TCPBUF_VERDICT_NO_CLOCK, TCPBUF_V_MASK);
+	return *stale ? 0xff : v.mask;
 }
 
 struct caps_walk {
@@ -230,8 +219,12 @@ __noinline int caps_walk(struct sock_charge *sc, __s64 unsent, __s64 rmem, __s64
 		return 0;
 	w.c = *c;
 	if (ctl && ctl->limited_cgroups) {
+		/* Read before any usage: a change after it leaves the
+		 * verdict made from this walk stale. */
+		w.c.epoch = *(volatile __u32 *)&ctl->epoch;
 		w.a.sc = sc;
-		w.levels = limited_levels_of(sc, ctl, &stale);
+		w.levels = limited_levels_of(sc ? verdict_of(sc) : (union sock_verdict){},
+					     w.c.epoch, &stale);
 		/* One limited level, the socket's own cgroup (the common
 		 * case): without the loop's calls and spills. */
 		if (sc && w.levels == 1 && sc->levels)
@@ -239,7 +232,7 @@ __noinline int caps_walk(struct sock_charge *sc, __s64 unsent, __s64 rmem, __s64
 		else
 			bpf_loop(TCPBUF_MAX_DEPTH, caps_walk_level, &w, 0);
 		if (stale)
-			limited_levels_note(sc, ctl, w.found);
+			verdict_note(sc, w.c.epoch, TCPBUF_V_MASK, 0, w.found, 0);
 	}
 	*c = w.c;
 	return w.near != 0;
@@ -432,36 +425,33 @@ static __always_inline __u16 settled_now(const struct tcp_sock *tp)
 	return tcpbuf_settled_clock(tp->tcp_mstamp);
 }
 
+/* The verdict of the pass that found the caps @c of @sk (entry @sc). */
 static __always_inline void caps_settled_note(struct sock *sk, const struct tcp_sock *tp,
-					      struct sock_enforce *se, const struct tcpbuf_caps *c)
+					      struct sock_charge *sc, const struct tcpbuf_caps *c)
 {
-	bool settled = tcpbuf_caps_settled(c, sndbuf_ceiling, rcvbuf_ceiling);
-	struct tcpbuf_enforce_ctl *ctl;
+	__u32 set = 0;
 
-	se->flags &= ~(TCPBUF_SE_SETTLED | TCPBUF_SE_SND_AT_CAP);
-	if (!settled || !(ctl = enforce_ctl_get()))
-		return;
-	se->flags |= TCPBUF_SE_SETTLED;
-	se->eval_t = settled_now(tp);	/* read only while settled */
-	se->state_gen = ctl->state_gen;
-	if (tcpbuf_snd_at_cap(c->snd, sk->sk_sndbuf))
-		se->flags |= TCPBUF_SE_SND_AT_CAP;
+	if (tcpbuf_caps_settled(c, sndbuf_ceiling, rcvbuf_ceiling))
+		set = TCPBUF_V_SETTLED |
+		      (tcpbuf_snd_at_cap(c->snd, sk->sk_sndbuf) ? TCPBUF_V_SND_AT_CAP : 0);
+	verdict_note(sc, c->epoch, set, TCPBUF_V_SETTLED | TCPBUF_V_SND_AT_CAP, 0,
+		     settled_now(tp));
 }
 
 /* Whether a per-segment callback may skip the full pass (see above). */
 static __always_inline bool caps_still_settled(struct sock *sk, const struct tcp_sock *tp,
-					       const struct sock_enforce *se)
+					       const struct sock_charge *sc)
 {
-	struct tcpbuf_enforce_ctl *ctl;
+	const struct sock_enforce *se = &sc->enforce;
+	union sock_verdict v = verdict_of(sc);
 	__u32 f = se->flags;
 
-	if (!(f & TCPBUF_SE_SETTLED) || tcpbuf_settled_expired(settled_now(tp), se->eval_t))
-		return false;
-	/* Some limited cgroup changed state since: caps lift (or tighten) at
-	 * this segment, not a millisecond later; a cgroup flapping at a
-	 * threshold needs its writers' caps lifted the moment it eases. */
-	ctl = enforce_ctl_get();
-	if (!ctl || (__u16)ctl->state_gen != se->state_gen)
+	/* Some limited cgroup changed state since (or limits, or usage came
+	 * near max): caps lift (or tighten) at this segment, not a
+	 * millisecond later; a cgroup flapping at a threshold needs its
+	 * writers' caps lifted the moment it eases. */
+	if (!tcpbuf_verdict_has(&v, TCPBUF_V_SETTLED) ||
+	    !tcpbuf_verdict_valid(&v, epoch_now(), settled_now(tp), TCPBUF_V_SETTLED))
 		return false;
 	/* The application set a size: remembered by the full pass. */
 	if (((f & TCPBUF_SE_SNDBUF_SET) && sk->sk_sndbuf != se->set_sndbuf) ||
@@ -469,7 +459,7 @@ static __always_inline bool caps_still_settled(struct sock *sk, const struct tcp
 		return false;
 	/* Its writer keeps sk_sndbuf half full: the full pass grows it, unless
 	 * it is at its cap. */
-	if (!(f & TCPBUF_SE_SND_AT_CAP) && sk->sk_wmem_queued >= sk->sk_sndbuf >> 1 &&
+	if (!(v.bits & TCPBUF_V_SND_AT_CAP) && sk->sk_wmem_queued >= sk->sk_sndbuf >> 1 &&
 	    sk->sk_sndbuf < sndbuf_ceiling)
 		return false;
 	/* It just became one of the subtree's writers: counted there. */

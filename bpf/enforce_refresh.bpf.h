@@ -50,14 +50,10 @@ int limits_refresh(void *ctx)
 	struct tcpbuf_enforce_ctl *ctl;
 
 	bpf_for_each_map_elem(&cgroup_usage, limits_refresh_one, NULL, 0);
-	/* Every socket's sock_charge.limited is read anew, and what was
-	 * found under the old limits trusted no longer (settled caps,
-	 * ingress). */
+	/* Nothing found under the old limits holds any longer. */
 	ctl = enforce_ctl_get();
-	if (ctl) {
-		ctl->limits_gen = tcpbuf_limits_gen_next(ctl->limits_gen);
-		__sync_fetch_and_add(&ctl->state_gen, 1);
-	}
+	if (ctl)
+		__sync_fetch_and_add(&ctl->epoch, 1);
 	return 0;
 }
 

@@ -78,8 +78,9 @@ static __always_inline int cb_flags_wanted(int flags, bool armed, bool limited)
  * would grow them any more; from then on the kernel sizes it. A path apart
  * from caps_apply(), so the verifier walks each alone.
  */
-static __always_inline void caps_release(void *ctx, struct sock *sk, struct sock_enforce *se)
+static __always_inline void caps_release(void *ctx, struct sock *sk, struct sock_charge *sc)
 {
+	struct sock_enforce *se = &sc->enforce;
 	int val;
 
 	notice_user_change(sk, se);
@@ -94,7 +95,8 @@ static __always_inline void caps_release(void *ctx, struct sock *sk, struct sock
 			se->set_rcvbuf = sk->sk_rcvbuf;
 	}
 	se->state = TCPBUF_STATE_NORMAL;
-	se->flags &= ~(TCPBUF_SE_LIMITED | TCPBUF_SE_SETTLED | TCPBUF_SE_SND_AT_CAP);
+	se->flags &= ~TCPBUF_SE_LIMITED;
+	verdict_note(sc, verdict_of(sc).epoch, 0, TCPBUF_V_SETTLED | TCPBUF_V_SND_AT_CAP, 0, 0);
 }
 
 #endif /* TCPBUF_ENFORCE_SOCKET_BPF_H */

@@ -80,7 +80,7 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 		bool sure;
 
 		peek = sock_charge_peek(sk, &sure);
-		if (sure && (!peek || caps_still_settled(sk, tp, &peek->enforce)))
+		if (sure && (!peek || caps_still_settled(sk, tp, peek)))
 			return 1;
 	}
 	sc = sock_charge_get(sk, false);
@@ -110,7 +110,7 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 		}
 	}
 	se = &sc->enforce;
-	if (!established && caps_still_settled(sk, tp, se))
+	if (!established && caps_still_settled(sk, tp, sc))
 		return 1;
 	/* Sampled mode, a cgroup just near and the daemon not yet through
 	 * linking the samplers and ingress: nothing else moves usage, and
@@ -136,7 +136,7 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 	 * the close. */
 	if (!c.limited || !near) {
 		if (se->flags & TCPBUF_SE_LIMITED)
-			caps_release(skops, sk, se);
+			caps_release(skops, sk, sc);
 		cb_flags_set(skops, false, c.limited);
 		return 1;
 	}
@@ -147,7 +147,7 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 	else
 		notice_user_change(sk, se);
 	caps_apply(skops, sk, &c, se);
-	caps_settled_note(sk, tp, se, &c);
+	caps_settled_note(sk, tp, sc, &c);
 	cb_flags_set(skops, true, true);
 	return 1;
 }

@@ -170,14 +170,14 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 	 * gets no per-segment callback and stayed armed. */
 	if (c.limited && !near) {
 		if (armed)
-			caps_release(sk, sk, se);
+			caps_release(sk, sk, sc);
 		sweep_cb_flags_set(tp, false, true, 0);
 		return 0;
 	}
 	enforce_init(sk, se);
 	notice_user_change(sk, se);
 	caps_apply(sk, sk, &c, se);
-	caps_settled_note(sk, tp, se, &c);
+	caps_settled_note(sk, tp, sc, &c);
 	/* Armed before and still limited: its callbacks were set when it was
 	 * armed (a cache line of the socket fewer to read). */
 	if (armed && c.limited)

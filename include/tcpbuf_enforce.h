@@ -10,22 +10,18 @@
 #include "tcpbuf_policy.h"
 
 /*
- * Map "enforce_ctl" (array, one entry), written by the daemon. Lets every
+ * Map "enforce_ctl" (array, one entry, mmapped by the daemon). Lets every
  * charge skip the limits lookup while no cgroup has limits.
  */
 struct tcpbuf_enforce_ctl {
 	__u32 limited_cgroups;	/* cgroups with an entry in cgroup_limits */
 	__u32 near_linked;	/* the daemon has what near cgroups need linked */
-	/* Bumped by limits_refresh each time usage entries took their
-	 * cgroups' limits anew (its low 16 bits, which a socket keeps, never
-	 * 0): a socket's sock_charge.limited read at an older generation is
-	 * read again. The daemon leaves it as it is. */
-	__u32 limits_gen;
-	/* Bumped at every state change of a limited cgroup, so a socket whose
-	 * caps are settled (enforce_policy.bpf.h) looks again at its next
-	 * segment. The daemon's rare rewrite of this entry may lose a bump:
-	 * the socket then looks again within a millisecond anyway. */
-	__u32 state_gen;
+	/* Bumped (atomically, by BPF and the daemon alike) by everything that
+	 * can make a socket's verdict wrong: a state change, usage coming
+	 * within ingress's reach of max, new limits, a change of the two
+	 * fields above. A verdict holds only at the epoch it was made at. */
+	__u32 epoch;
+	__u32 pad;
 };
 
 /* Map "sweep_targets" (hash, key: cgroup id; the daemon's, not pinned): the

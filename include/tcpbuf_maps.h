@@ -12,7 +12,7 @@
 #include <linux/types.h>
 #endif
 
-#define TCPBUF_LAYOUT_VERSION	15
+#define TCPBUF_LAYOUT_VERSION	16
 
 /*
  * A socket charges its own cgroup and its limited ancestors, however far
@@ -87,8 +87,8 @@ struct cgroup_usage {
 	__u32 state;		/* enum tcpbuf_state, written by the enforcement side */
 	/* Usage came within ingress's reach of max (watch_point, tcpbuf_policy.h;
 	 * charge.bpf.h): set by the charge that came there, which bumps
-	 * enforce_ctl.state_gen so no socket's ingress keeps trusting an
-	 * older look (sock_charge.max_clear_gen); cleared well below it. */
+	 * enforce_ctl.epoch so no socket's ingress keeps trusting an older
+	 * look (sock_charge.max_clear_epoch); cleared well below it. */
 	__u32 max_watch;
 	/*
 	 * The cgroup's entry in cgroup_limits, copied here (all 0: none) so a
@@ -116,9 +116,6 @@ struct cgroup_usage {
 #define TCPBUF_SE_RCVBUF_SET	4	/* sk_rcvbuf is ours */
 #define TCPBUF_SE_COUNTED	8	/* counted in cgroup_usage.established.sockets */
 #define TCPBUF_SE_SENDER	16	/* counted in cgroup_usage.established.senders */
-#define TCPBUF_SE_SETTLED	32	/* caps need no new pass for a while (caps_settled_note()) */
-#define TCPBUF_SE_SND_AT_CAP	64	/* settled with sk_sndbuf at its cap: growth is no reason
-					 * for a new pass */
 #define TCPBUF_SE_FALLBACK	128	/* an entry of sock_fallback: counted in its cgroups'
 					 * unaccounted_sockets */
 
@@ -138,55 +135,42 @@ struct sock_enforce {
 	__s32 user_rcvbuf;	/* sk_rcvbuf the application chose (if locked) */
 	__s32 set_sndbuf;	/* sk_sndbuf as tcpbufd last set it */
 	__s32 set_rcvbuf;	/* sk_rcvbuf as tcpbufd last set it */
-	/* 16 bits each, so the struct stays 24 bytes and sock_charge's first
-	 * cache line keeps the first ancestors (a charge reads them). */
-	__u16 eval_t;		/* tcp_mstamp in 64 us units (low 16 bits) when its caps
-				 * were last found settled */
-	__u16 state_gen;	/* tcpbuf_enforce_ctl.state_gen (low 16 bits) then */
 };
 
+/* sock_verdict.bits: what the socket's last looks found. */
+#define TCPBUF_V_MASK		1	/* mask: which levels are limited */
+#define TCPBUF_V_SETTLED	2	/* caps need no new pass (tcpbuf_caps_settled()) */
+#define TCPBUF_V_SND_AT_CAP	4	/* settled with sk_sndbuf at its cap: growth is no
+					 * reason for a new pass */
+#define TCPBUF_V_CLEAR		8	/* ingress: every limited level below its watch point */
+
 /*
- * Which of a socket's ancestors had limits when the limits were at
- * generation gen (tcpbuf_enforce_ctl.limits_gen; 0: never read), so a walk
- * that wants limited levels looks up only those: most levels have no
- * limits, and each hash lookup costs a per-segment pass.
+ * A socket's verdict: what its last looks found, good only while the host's
+ * epoch (tcpbuf_enforce_ctl.epoch) is the one they were made at, settled
+ * caps also only until their stamp expires (tcpbuf_verdict_valid()). One
+ * word, so that ingress, which runs without the socket's lock, adds its bit
+ * with a compare-and-swap: a plain store could write back settled caps that
+ * sock_ops cleared meanwhile.
  */
-union sock_limited_levels {
+union sock_verdict {
 	struct {
-		__u16 mask;	/* bit i: ancestors[i] */
-		__u16 gen;
+		__u32 epoch;	/* tcpbuf_enforce_ctl.epoch its looks began at */
+		__u16 stamp;	/* tcpbuf_settled_clock() when found settled */
+		__u8 mask;	/* bit i: ancestors[i] is limited */
+		__u8 bits;	/* TCPBUF_V_* */
 	};
-	__u32 word;	/* read and written whole, so mask and gen agree */
+	__u64 word;
 };
+_Static_assert(TCPBUF_MAX_DEPTH <= 8, "sock_verdict.mask: a bit per level");
 
 /*
  * Socket local storage "sock_charge": what this socket has charged and to whom,
  * so every uncharge goes back to the cgroup that was charged. Ordered so
- * that what a charge or an ingress check reads (the charge, the flags, the
- * first ancestors) shares the entry's first cache line.
+ * that what a charge or an ingress check reads (the charge, the verdict,
+ * the flags, the first ancestors) shares the entry's first cache line.
  */
 struct sock_charge {
 	__s32 charged_pages;	/* pages currently charged by this socket */
-	/* enforce_ctl.state_gen when ingress last found every limited
-	 * ancestor clear of max_watch (0: never): until the generation moves,
-	 * its segments need no lookup of their usage. Written by ingress
-	 * only, which runs without the socket's lock: not in flags. */
-	__u32 max_clear_gen;
-	/*
-	 * Enforcement's part (all 0 for a socket it never sized). In the
-	 * same entry as the charge, not an entry of its own: creating and
-	 * finding a socket-storage entry is much of what a socket of a
-	 * limited cgroup costs at establishment, and every sampler and
-	 * ingress run asks whether the socket is armed before it charges.
-	 */
-	struct sock_enforce enforce;
-	/*
-	 * The cgroups every charge of this socket goes to: its own first,
-	 * then its limited ancestors, nearest first (charge.bpf.h), read when
-	 * the entry is created and again by the sweep after limits change: a
-	 * socket's cgroup is fixed at its creation, and walking the ancestry
-	 * at every charge cost more than the rest of the charge.
-	 */
 	union {
 		struct {
 			__u16 levels;		/* entries in ancestors[] */
@@ -199,15 +183,36 @@ struct sock_charge {
 		};
 		__u32 levels_word;	/* both, for atomics (TCPBUF_MISSED_BIT()) */
 	};
-	union sock_limited_levels limited;
+	/* The one thing each fast path asks first (tcpbuf_verdict_valid()). */
+	union sock_verdict verdict;
+	/*
+	 * Enforcement's part (all 0 for a socket it never sized). In the
+	 * same entry as the charge, not an entry of its own: creating and
+	 * finding a socket-storage entry is much of what a socket of a
+	 * limited cgroup costs at establishment, and every sampler and
+	 * ingress run asks whether the socket is armed before it charges.
+	 */
+	struct sock_enforce enforce;
+	__u32 ancestry_epoch;	/* tcpbuf_enforce_ctl.epoch when ancestors[] was read */
+	/*
+	 * The cgroups every charge of this socket goes to: its own first,
+	 * then its limited ancestors, nearest first (charge.bpf.h), read when
+	 * the entry is created and again by the sweep after limits change: a
+	 * socket's cgroup is fixed at its creation, and walking the ancestry
+	 * at every charge cost more than the rest of the charge.
+	 */
 	__u64 ancestors[TCPBUF_MAX_DEPTH];
 	__u32 level;		/* level of the socket's own cgroup (ancestors[0]) */
-	__u32 ancestry_gen;	/* tcpbuf_enforce_ctl.limits_gen when ancestors[] was read */
+	__u32 pad;
 	/* The cgroup charged (the socket's own), written last: once it is
 	 * set, so is the rest (levels 0: a socket of the root cgroup). */
 	__u64 cgroup_id;
 };
 _Static_assert(sizeof(struct sock_charge) <= 120, "see TCPBUF_MAX_DEPTH");
+/* What a charge reads (the charge, the levels, the verdict, the flags, the
+ * first ancestors) in the first 56 bytes: the element's first cache line. */
+_Static_assert(__builtin_offsetof(struct sock_charge, ancestors[1]) + 8 <= 56,
+	       "sock_charge: the first cache line");
 /* sock_charge.levels_word: @n levels, and missed_levels' bit for ancestors[@i]. */
 #if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 #define TCPBUF_LEVELS_WORD(n)	((__u32)(n) << 16)

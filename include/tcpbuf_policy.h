@@ -343,8 +343,10 @@ struct tcpbuf_caps {
 	__s64 snd;	/* ceiling for sk_sndbuf, bytes (0: minimal) */
 	__s64 rcv;	/* ceiling for sk_rcvbuf, bytes; TCPBUF_CAP_NONE: leave to autotuning */
 	__s64 room;	/* the least share of a headroom any level's guards gave it */
-	__u32 state;	/* strictest state among the limited ancestors */
+	__u8 state;	/* strictest state among the limited ancestors (8 bits, so
+			 * that epoch fits in the walk's frame as it was) */
 	bool limited;	/* some ancestor has limits */
+	__u32 epoch;	/* the host's epoch when the walk began: its verdict's */
 };
 
 /* Where a walk over the ancestors starts: no cap. */
@@ -512,16 +514,69 @@ TCPBUF_POLICY bool tcpbuf_snd_at_cap(__s64 cap, __s64 cur)
 	return cap <= cur + tcpbuf_max_s64(cur >> 3, TCPBUF_PAGE_SIZE);
 }
 
-/* tcp_mstamp (us) in the 64 us units of sock_enforce.eval_t: wraps after
+/* tcp_mstamp (us) in the 64 us units of sock_verdict.stamp: wraps after
  * 4.2 s, when a socket silent that long may skip one more millisecond. */
 TCPBUF_POLICY __u16 tcpbuf_settled_clock(__u64 mstamp_us)
 {
 	return (__u16)((__u32)mstamp_us >> 6);
 }
 
-TCPBUF_POLICY bool tcpbuf_settled_expired(__u16 now, __u16 eval_t)
+TCPBUF_POLICY bool tcpbuf_settled_expired(__u16 now, __u16 stamp)
 {
-	return (__u16)(now - eval_t) >= TCPBUF_SETTLED_RECHECK_T;
+	return (__u16)(now - stamp) >= TCPBUF_SETTLED_RECHECK_T;
+}
+
+/* ------------------------------------------------------------ the verdict */
+
+/*
+ * The one validity rule: what a socket's last looks found (@v) answers a
+ * fast path's question (@need, TCPBUF_V_*) while the host's epoch is still
+ * the one they began at, and, for settled caps, until the stamp expires at
+ * the socket's clock @now (tcpbuf_settled_clock()). Everything that could
+ * make a verdict wrong bumps the epoch (struct tcpbuf_enforce_ctl).
+ *   {epoch 7, bits MASK|SETTLED, stamp 100}: at epoch 7, now 110: SETTLED and
+ *   MASK hold; now 116: MASK only; at epoch 8: nothing.
+ * TCPBUF_VERDICT_NO_CLOCK for @now: the epoch alone, for the one caller that
+ * has no clock at hand and whose slack the epoch already bounds (the
+ * sampler's, tcpbuf_sample_target()).
+ */
+#define TCPBUF_VERDICT_NO_CLOCK	0x10000u
+
+/* Whether @v found @need at all: asked first where reading the epoch costs
+ * the caller a lookup (tcpbuf_verdict_valid() asks it too). */
+TCPBUF_POLICY bool tcpbuf_verdict_has(const union sock_verdict *v, __u32 need)
+{
+	return need && (v->bits & need) == need;
+}
+
+TCPBUF_POLICY bool tcpbuf_verdict_valid(const union sock_verdict *v, __u32 epoch_now, __u32 now,
+					__u32 need)
+{
+	if (!tcpbuf_verdict_has(v, need) || v->epoch != epoch_now)
+		return false;
+	return !(need & TCPBUF_V_SETTLED) || now == TCPBUF_VERDICT_NO_CLOCK ||
+	       !tcpbuf_settled_expired((__u16)now, v->stamp);
+}
+
+/*
+ * @v with what a look begun at @epoch found: the bits @clear cleared and
+ * @set set (with @mask for TCPBUF_V_MASK, @stamp for TCPBUF_V_SETTLED). A
+ * look at another epoch than @v's starts afresh: nothing of @v holds at it.
+ */
+TCPBUF_POLICY union sock_verdict tcpbuf_verdict_with(union sock_verdict v, __u32 epoch,
+						     __u32 set, __u32 clear, __u8 mask,
+						     __u16 stamp)
+{
+	if (v.epoch != epoch) {
+		v.word = 0;
+		v.epoch = epoch;
+	}
+	v.bits = (v.bits & ~clear) | set;
+	if (set & TCPBUF_V_MASK)
+		v.mask = mask;
+	if (set & TCPBUF_V_SETTLED)
+		v.stamp = stamp;
+	return v;
 }
 
 /* --------------------------------------------------------- sample targets */
@@ -559,13 +614,6 @@ TCPBUF_POLICY __s64 tcpbuf_sample_target(__s64 before, __s64 target, bool exact,
 }
 
 /* ------------------------------------------------------------ the rest */
-
-/* The limits' next generation: its low 16 bits, which a socket keeps, never 0. */
-TCPBUF_POLICY __u32 tcpbuf_limits_gen_next(__u32 gen)
-{
-	gen++;
-	return (__u16)gen ? gen : gen + 1;
-}
 
 /* Whether a cgroup whose unaccounted_sockets just rose to @now tells the
  * daemon (TCPBUF_EVENT_UNACCOUNTED): at the first and at each doubling, so

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <sys/timerfd.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
@@ -66,22 +67,17 @@ static bool kernel_has(const char *name, int kind)
 
 int ctl_update(struct enforcer *e, unsigned limited, bool near_linked)
 {
-	int fd = bpf_map__fd(e->skel->maps.enforce_ctl);
-	struct tcpbuf_enforce_ctl ctl = {};
-	__u32 zero = 0;
+	struct tcpbuf_enforce_ctl *ctl = e->ctl;
 
 	e->limited = limited;
-	/* limits_gen is limits_refresh's, which only we run: kept as it is. */
-	if (bpf_map_lookup_elem(fd, &zero, &ctl))
-		return -errno;
-	ctl.limited_cgroups = limited;
-	ctl.near_linked = near_linked;
-	/* Programs bump state_gen while we hold this copy: write back a
-	 * generation none of them has seen lately, so nothing trusted at one
-	 * of those is trusted again (sock_charge.max_clear_gen). */
-	ctl.state_gen += 0x10001;
-	if (bpf_map_update_elem(fd, &zero, &ctl, BPF_ANY))
-		return -errno;
+	if (!ctl)
+		return -ENODEV;
+	/* In place, never the whole entry: a write of a copy would take back
+	 * the epoch bumps programs made meanwhile. Bumped after, so whatever
+	 * is found at the new epoch was found with these. */
+	__atomic_store_n(&ctl->limited_cgroups, limited, __ATOMIC_RELAXED);
+	__atomic_store_n(&ctl->near_linked, near_linked, __ATOMIC_RELAXED);
+	__atomic_fetch_add(&ctl->epoch, 1, __ATOMIC_SEQ_CST);
 	return 0;
 }
 
@@ -260,6 +256,14 @@ int enforce_start(const struct enforce_opts *o, struct enforcer **out)
 		log_err("enforcement: cannot load programs: %s", strerror(-err));
 		goto fail;
 	}
+	e->ctl = mmap(NULL, sizeof(*e->ctl), PROT_READ | PROT_WRITE, MAP_SHARED,
+		      bpf_map__fd(e->skel->maps.enforce_ctl), 0);
+	if (e->ctl == MAP_FAILED) {
+		err = -errno;
+		e->ctl = NULL;
+		log_err("enforcement: cannot map enforce_ctl: %s", strerror(-err));
+		goto fail;
+	}
 	e->by_pointer = by_pointer;
 	e->skel->bss->sweep_by_pointer = by_pointer;
 	err = cgroup_link_ensure(e, e->skel->progs.enforce_sockops, e->scope, "enforce_sockops", &fd);
@@ -308,6 +312,8 @@ void enforce_close(struct enforcer *e)
 	if (!e)
 		return;
 	netns_set_map(-1);
+	if (e->ctl)
+		munmap(e->ctl, sizeof(*e->ctl));
 	ring_buffer__free(e->events);
 	close(e->hold.fd);
 	close(e->pace.fd);

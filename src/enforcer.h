@@ -40,6 +40,7 @@ struct oneshot {
 
 struct enforcer {
 	struct enforce *skel;
+	struct tcpbuf_enforce_ctl *ctl;	/* map enforce_ctl's entry, mmapped */
 	struct ring_buffer *events;
 	struct bpf_link *sweep_link;
 	struct ingress_link *ingress;	/* attached (pinned) ingress links, sorted by id */

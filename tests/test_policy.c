@@ -448,6 +448,108 @@ static void check_zones_cases(void)
 }
 
 /*
+ * The one validity rule (tcpbuf_verdict_valid()): a verdict answers only at
+ * the epoch it was made at; settled caps also only for 16 ticks of 64 us.
+ */
+#define V(e, st, m, b)	((union sock_verdict){ .epoch = (e), .stamp = (st), .mask = (m), .bits = (b) })
+#define V_ALL	(TCPBUF_V_MASK | TCPBUF_V_SETTLED | TCPBUF_V_SND_AT_CAP | TCPBUF_V_CLEAR)
+
+static const struct verdict_case {
+	const char *what;
+	union sock_verdict v;
+	__u32 epoch;
+	__u32 now;
+	__u32 need;
+	bool want;
+} verdict_cases[] = {
+	{ "settled, same epoch, 10 ticks on", V(7, 100, 0, TCPBUF_V_SETTLED), 7, 110,
+	  TCPBUF_V_SETTLED, true },
+	{ "settled, 15 ticks on", V(7, 100, 0, TCPBUF_V_SETTLED), 7, 115, TCPBUF_V_SETTLED, true },
+	{ "settled, 16 ticks on: expired", V(7, 100, 0, TCPBUF_V_SETTLED), 7, 116,
+	  TCPBUF_V_SETTLED, false },
+	{ "settled, the clock wrapped", V(7, 0xfffa, 0, TCPBUF_V_SETTLED), 7, 3, TCPBUF_V_SETTLED,
+	  true },
+	{ "settled, clock before its stamp", V(7, 100, 0, TCPBUF_V_SETTLED), 7, 99,
+	  TCPBUF_V_SETTLED, false },
+	{ "settled, the epoch moved", V(7, 100, 0, TCPBUF_V_SETTLED), 8, 100, TCPBUF_V_SETTLED,
+	  false },
+	{ "settled, no clock (the sampler): the epoch alone", V(7, 100, 0, TCPBUF_V_SETTLED), 7,
+	  TCPBUF_VERDICT_NO_CLOCK, TCPBUF_V_SETTLED, true },
+	{ "settled, no clock, the epoch moved", V(7, 100, 0, TCPBUF_V_SETTLED), 8,
+	  TCPBUF_VERDICT_NO_CLOCK, TCPBUF_V_SETTLED, false },
+	{ "settled, a clock whose 16 bits are the stamp's, 2^16 + 5 ticks on",
+	  V(7, 100, 0, TCPBUF_V_SETTLED), 7, 105, TCPBUF_V_SETTLED, true },
+	{ "settled, 2^16 epochs on (no truncation)", V(7, 100, 0, TCPBUF_V_SETTLED), 7 + 0x10000,
+	  100, TCPBUF_V_SETTLED, false },
+	{ "mask, expired stamp: the clock bounds only settled", V(7, 100, 3, TCPBUF_V_MASK), 7,
+	  200, TCPBUF_V_MASK, true },
+	{ "mask, the epoch moved", V(7, 100, 3, TCPBUF_V_MASK | TCPBUF_V_SETTLED), 8, 100,
+	  TCPBUF_V_MASK, false },
+	{ "mask, settled but expired", V(7, 100, 3, TCPBUF_V_MASK | TCPBUF_V_SETTLED), 7, 116,
+	  TCPBUF_V_MASK, true },
+	{ "clear at its epoch", V(9, 0, 0, TCPBUF_V_CLEAR), 9, 0, TCPBUF_V_CLEAR, true },
+	{ "clear, the epoch moved", V(9, 0, 0, TCPBUF_V_CLEAR), 10, 0, TCPBUF_V_CLEAR, false },
+	{ "clear not found, settled was", V(9, 0, 0, TCPBUF_V_SETTLED), 9, 0, TCPBUF_V_CLEAR,
+	  false },
+	{ "an entry never looked at, epoch 0", V(0, 0, 0, 0), 0, 0, TCPBUF_V_CLEAR, false },
+	{ "nothing asked", V(7, 100, 3, V_ALL), 7, 100, 0, false },
+	{ "settled and at cap", V(7, 100, 0, TCPBUF_V_SETTLED | TCPBUF_V_SND_AT_CAP), 7, 101,
+	  TCPBUF_V_SETTLED | TCPBUF_V_SND_AT_CAP, true },
+	{ "at cap asked, settled alone", V(7, 100, 0, TCPBUF_V_SETTLED), 7, 101,
+	  TCPBUF_V_SETTLED | TCPBUF_V_SND_AT_CAP, false },
+};
+
+/* tcpbuf_verdict_with(): what a look adds; another epoch starts afresh. */
+static const struct verdict_with_case {
+	const char *what;
+	union sock_verdict old;
+	__u32 epoch, set, clear;
+	__u8 mask;
+	__u16 stamp;
+	union sock_verdict want;
+} verdict_with_cases[] = {
+	{ "ingress adds clear at the same epoch", V(7, 100, 3, TCPBUF_V_MASK | TCPBUF_V_SETTLED),
+	  7, TCPBUF_V_CLEAR, 0, 0, 0, V(7, 100, 3, TCPBUF_V_MASK | TCPBUF_V_SETTLED | TCPBUF_V_CLEAR) },
+	{ "ingress at a newer epoch: the rest goes", V(7, 100, 3, TCPBUF_V_MASK | TCPBUF_V_SETTLED),
+	  8, TCPBUF_V_CLEAR, 0, 0, 0, V(8, 0, 0, TCPBUF_V_CLEAR) },
+	{ "a pass found not settled", V(7, 100, 3, V_ALL), 7, 0,
+	  TCPBUF_V_SETTLED | TCPBUF_V_SND_AT_CAP, 0, 120,
+	  V(7, 100, 3, TCPBUF_V_MASK | TCPBUF_V_CLEAR) },
+	{ "a pass found settled: a new stamp", V(7, 100, 3, TCPBUF_V_MASK), 7, TCPBUF_V_SETTLED,
+	  TCPBUF_V_SETTLED | TCPBUF_V_SND_AT_CAP, 0, 120,
+	  V(7, 120, 3, TCPBUF_V_MASK | TCPBUF_V_SETTLED) },
+	{ "a walk notes the mask at a new epoch", V(7, 100, 3, V_ALL), 9, TCPBUF_V_MASK, 0, 5, 0,
+	  V(9, 0, 5, TCPBUF_V_MASK) },
+	{ "an older look than the verdict: replaces it, stale", V(9, 0, 0, TCPBUF_V_CLEAR), 8,
+	  TCPBUF_V_SETTLED, 0, 0, 130, V(8, 130, 0, TCPBUF_V_SETTLED) },
+};
+
+static void check_verdict_cases(void)
+{
+	for (size_t i = 0; i < sizeof(verdict_cases) / sizeof(verdict_cases[0]); i++) {
+		const struct verdict_case *k = &verdict_cases[i];
+		bool got = tcpbuf_verdict_valid(&k->v, k->epoch, k->now, k->need);
+
+		if (got != k->want)
+			test_log("verdict: %s: %d, want %d", k->what, got, k->want);
+		EXPECT_EQ(got, k->want);
+		/* the cheap first question never says no where the rule says yes */
+		if (k->want)
+			EXPECT_TRUE(tcpbuf_verdict_has(&k->v, k->need));
+	}
+	for (size_t i = 0; i < sizeof(verdict_with_cases) / sizeof(verdict_with_cases[0]); i++) {
+		const struct verdict_with_case *k = &verdict_with_cases[i];
+		union sock_verdict got = tcpbuf_verdict_with(k->old, k->epoch, k->set, k->clear,
+							     k->mask, k->stamp);
+
+		if (got.word != k->want.word)
+			test_log("verdict_with: %s: epoch %u stamp %u mask %#x bits %#x", k->what,
+				 got.epoch, got.stamp, got.mask, got.bits);
+		EXPECT_EQ(got.word, k->want.word);
+	}
+}
+
+/*
  * The order the header promises, for every max up to 2^20 and every reserve
  * the writers can take (its extremes: none and a quarter of max), and each
  * line against the inline code it replaced.
@@ -615,7 +717,7 @@ static void sweep_buffers(void)
 	for (__u32 st = 0; st <= 2; st++) {
 		struct ref_sock sk = { .sndbuf = sizes[a], .rcvbuf = sizes[a], .wmem_queued = sizes[b] };
 		struct ref_caps rc = { caps[k], caps[k], 0, st, flags & 1 };
-		struct tcpbuf_caps c = { caps[k], caps[k], 0, st, flags & 1 };
+		struct tcpbuf_caps c = { caps[k], caps[k], 0, st, flags & 1, 0 };
 
 		sk.se.flags = (flags & 2 ? TCPBUF_SE_SNDBUF_SET | TCPBUF_SE_RCVBUF_SET : 0);
 		sk.se.user_locks = flags & 4 ? TCPBUF_SNDBUF_LOCK | TCPBUF_RCVBUF_LOCK : 0;
@@ -670,17 +772,9 @@ static void sweep_rest(void)
 				SAME("pressure", t.pressure, rpr, "max %llu", (unsigned long long)mx);
 				SAME("max", t.max, rmx, "max %llu", (unsigned long long)mx);
 			}
-	for (__u32 g = 0xfffd; g != 0x20003; g++) {
-		__u32 next = tcpbuf_limits_gen_next(g);
-
-		if ((__u16)next == 0 || next == g)
-			SAME("gen", next, g + 1, "gen %u", g);
-	}
 	EXPECT_EQ(tcpbuf_thresholds_of(4096, 0, 0).min, 2048);
 	EXPECT_EQ(tcpbuf_thresholds_of(4096, 0, 0).pressure, 3072);
 	EXPECT_EQ(tcpbuf_thresholds_of(4096, 0, 3500).pressure, 3500);	/* never below min */
-	EXPECT_EQ(tcpbuf_limits_gen_next(0xffff), 0x10001);
-	EXPECT_EQ(tcpbuf_limits_gen_next(5), 6);
 	EXPECT_TRUE(tcpbuf_settled_expired(tcpbuf_settled_clock(16 * 64), 0));
 	EXPECT_FALSE(tcpbuf_settled_expired(tcpbuf_settled_clock(16 * 64 - 1), 0));
 	/* wraps: 4.2 s later the clock reads as just after */
@@ -691,6 +785,7 @@ int main(void)
 {
 	test_init();
 	check_zones_cases();
+	check_verdict_cases();
 	check_state_cases(getenv("TEST_POLICY_PRINT") != NULL);
 	check_zones_order();
 	sweep_states();
