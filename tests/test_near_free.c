@@ -184,8 +184,9 @@ int main(void)
 	EXPECT_GE(n.rcv_max, u.rcv_max / 2);
 	EXPECT_EQ(n.a.armed, 0);
 	EXPECT_GE(n.runs, 0);
-	/* The close and state callbacks of two sockets, not one per segment. */
-	EXPECT_LE(n.runs, 20);
+	/* State callbacks, and the segments of a passing visit to the guard
+	 * (the stream's peak can touch it); one per segment is thousands. */
+	EXPECT_LE(n.runs, 200);
 
 	/* 3. The case measured: under the threshold throughout. */
 	peak = status_field(cn, "peak_pages");
