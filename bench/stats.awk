@@ -61,7 +61,13 @@ NF == 4 && $3 ~ /^[0-9]+$/ && $4 ~ /^[0-9.]+$/ {
 	}
 }
 END {
-	nl = split(labels, label, "|")
+	# labels: "A|B|..." for configurations 0, 1, ... or "0=A|2n=B|...".
+	nl = split(labels, lab, "|")
+	for (i = 1; i <= nl; i++)
+		if ((j = index(lab[i], "=")))
+			label[substr(lab[i], 1, j - 1)] = substr(lab[i], j + 1)
+		else
+			label[i - 1] = lab[i]
 	nu = split(units, upairs, ",")
 	for (i = 1; i <= nu; i++) {
 		split(upairs[i], kv, "=")
@@ -86,7 +92,7 @@ END {
 			}
 			isort(x, n)
 			med = median(x, n)
-			name = (cfg + 1 <= nl) ? "(" cfg ") " label[cfg + 1] : "(" cfg ")"
+			name = ((cfg "") in label) ? "(" cfg ") " label[cfg ""] : "(" cfg ")"
 			rs = "-"
 			cis = "-"
 			hw = "-"

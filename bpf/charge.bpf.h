@@ -110,6 +110,56 @@ static __always_inline bool usage_limited(const struct cgroup_usage *u)
 	return u && u->limits.limit_pages;
 }
 
+/* Set by the daemon before load: tcpbuf_near_guard()'s per-socket growth.
+ * 0, never dormant, in sampled mode (nothing samples a dormant socket, so
+ * no charge would see usage reach the guard) and on kernels whose
+ * iterators cannot give a socket its per-segment callback back
+ * (TCP_BPF_SOCK_OPS_CB_FLAGS, < 6.11). Exact mode's charges come from
+ * account_exact, so enforce.bpf.c leaves the check out of its own
+ * (TCPBUF_CHARGE_NO_GUARD), whose stacks have no room for it. */
+const volatile __u32 near_guard_growth = 0;
+
+/*
+ * Dormant or near again, for a cgroup near by its sockets (near_update()),
+ * as usage @now has it. Only this charge sees usage reach the guard: it
+ * turns the cgroup near and wakes the daemon, which links ingress and
+ * sweeps the subtree (the sockets are armed there, none by a callback of
+ * its own). Back under half the guard, each socket releases itself at its
+ * next segment, as under a far cgroup.
+ */
+static __always_inline void near_guard_update(__u64 id, struct cgroup_usage *u, __s64 now)
+{
+	struct tcpbuf_state_event *ev;
+	__u32 dormant = u->established.dormant;
+	bool want;
+
+	if (!near_guard_growth || !(u->established.near | dormant))
+		return;
+	want = tcpbuf_dormant_next(dormant, now,
+				   tcpbuf_near_guard(u->limits.pressure_pages, u->limits.max_pages,
+						     u->established.sockets, near_guard_growth));
+	if (want == !!dormant)
+		return;
+	/* Plain stores: concurrent chargers that cross together decide the
+	 * same, and a second event only sweeps again. */
+	u->established.dormant = want;
+	u->established.near = !want;
+	ev = bpf_ringbuf_reserve(&enforce_events, sizeof(*ev), 0);
+	if (!ev)
+		return;
+	ev->cgroup_id = id;
+	ev->time_ns = bpf_ktime_get_ns();
+	/* More than one, so the daemon sweeps: no socket arms itself here. */
+	ev->usage_pages = u->established.sockets > 1 ? u->established.sockets : 2;
+	ev->threshold_pages = 0;
+	ev->old_state = want;
+	ev->new_state = !want;
+	ev->kind = TCPBUF_EVENT_NEAR;
+	ev->pad = 0;
+	/* Dormant, the daemon unlinks at leisure (as for far). */
+	bpf_ringbuf_submit(ev, want ? BPF_RB_NO_WAKEUP : BPF_RB_FORCE_WAKEUP);
+}
+
 /* Move the cgroup to the state its usage @now calls for. Runs where usage
  * changes, so a crossing is seen by the charge that makes it; the compare-
  * and-swap lets only one of concurrent chargers report it. The thresholds
@@ -129,6 +179,9 @@ static __always_inline void cgroup_state_update(__u64 id, struct cgroup_usage *u
 		return;
 	}
 	max_watch_update(usage, now);
+#ifndef TCPBUF_CHARGE_NO_GUARD
+	near_guard_update(id, usage, now);
+#endif
 	new = tcpbuf_next_state(old, now, l->max_pages ? max_effective(usage, now) : 0,
 				l->pressure_pages, l->min_pages, &crossed);
 	if (new == old || !__sync_bool_compare_and_swap(&usage->state, old, new))

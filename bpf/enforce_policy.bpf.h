@@ -253,6 +253,28 @@ struct count_walk {
 	__u32 near;	/* some limited level is near, after the count */
 };
 
+/*
+ * Near or far by its sockets' reach (tcpbuf_near_next()), near by it but
+ * dormant while usage is under the guard (tcpbuf_near_guard()): whether it
+ * is near, with its dormant mark updated. The entry's copy of its limits.
+ */
+static __always_inline __u32 near_decide(struct cgroup_usage *u)
+{
+	struct cgroup_sockets *cs = &u->established;
+	__u32 counted, want;
+
+	counted = tcpbuf_near_next(cs->near | cs->dormant, cs->sockets, sock_bound_pages,
+				   u->limits.pressure_pages, u->limits.max_pages);
+	want = counted && near_guard_growth &&
+	       tcpbuf_dormant_next(cs->dormant, u->usage_pages,
+				   tcpbuf_near_guard(u->limits.pressure_pages, u->limits.max_pages,
+						     cs->sockets, near_guard_growth));
+	/* A plain store: a concurrent count decides the same from the same. */
+	if (want != cs->dormant)
+		cs->dormant = want;
+	return counted && !want;
+}
+
 /* After a change of its socket count: near or far now (0 also without
  * limits)? A change is told to the daemon, which links what near cgroups
  * need and sweeps the subtree: that arms (or releases) its other sockets;
@@ -268,8 +290,7 @@ static __always_inline __u32 near_update(__u64 id, struct cgroup_usage *u)
 	 * a change of them). */
 	if (!usage_limited(u))
 		return 0;
-	new = tcpbuf_near_next(old, cs->sockets, sock_bound_pages, u->limits.pressure_pages,
-			       u->limits.max_pages);
+	new = near_decide(u);
 	if (new == old)
 		return new;
 	if (!__sync_bool_compare_and_swap(&cs->near, old, new))

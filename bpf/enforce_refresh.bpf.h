@@ -30,8 +30,9 @@ static long limits_refresh_one(struct bpf_map *map, __u64 *key, struct cgroup_us
 	 * count decide where they happen (near_update()). */
 	cs = &u->established;
 	old = cs->near;
-	new = l ? tcpbuf_near_next(old, cs->sockets, sock_bound_pages, l->pressure_pages,
-				   l->max_pages) : 0;
+	new = l ? near_decide(u) : 0;
+	if (!l)
+		cs->dormant = 0;
 	if (new != old)
 		__sync_bool_compare_and_swap(&cs->near, old, new);
 	return 0;

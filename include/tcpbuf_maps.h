@@ -69,7 +69,7 @@ struct cgroup_sockets {
 	__s64 sockets;
 	__s64 senders;
 	__u32 near;	/* see tcpbuf_near_next() (tcpbuf_enforce.h) */
-	__u32 pad;
+	__u32 dormant;	/* near by its sockets, but under its guard (tcpbuf_near_guard()) */
 };
 
 /*

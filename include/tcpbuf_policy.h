@@ -275,6 +275,39 @@ TCPBUF_POLICY __u32 tcpbuf_near_next(__u32 near, __s64 sockets, __u64 bound_page
 	return near ? reach >= t / 4 : reach >= t / 2;
 }
 
+/*
+ * Dormant: near by its sockets' reach, yet its usage so far below the
+ * threshold that no socket's caps or ingress could matter before the next
+ * charge sees it coming. Its sockets are then left to the kernel as far
+ * ones are (only the close callback, no caps, no ingress), and the charge
+ * that brings usage to the guard turns it near, which arms them all
+ * (sweep). The guard leaves each of the cgroup's @sockets @growth_pages,
+ * what one socket can add between that charge and the sweep; dormant again
+ * only under half the guard, so a load hovering there does not flap.
+ * @growth_pages 0 (a kernel that cannot give an existing socket its
+ * per-segment callback again) means never dormant.
+ */
+TCPBUF_POLICY __s64 tcpbuf_near_guard(__u64 pressure_pages, __u64 max_pages, __s64 sockets,
+				      __u64 growth_pages)
+{
+	__u64 t = pressure_pages && (!max_pages || pressure_pages < max_pages) ? pressure_pages
+									       : max_pages;
+	__u64 reach = sockets > 0 ? (__u64)sockets * growth_pages : 0;
+
+	if (!growth_pages || reach >= t)
+		return 0;
+	return (__s64)(t - reach);
+}
+
+TCPBUF_POLICY bool tcpbuf_dormant_next(bool dormant, __s64 usage_pages, __s64 guard_pages)
+{
+	return dormant ? usage_pages < guard_pages : usage_pages < guard_pages >> 1;
+}
+
+/* tcpbuf_near_guard()'s per-socket growth: 1 MiB, what a loopback stream
+ * (the fastest) adds in the milliseconds an event takes to become a sweep. */
+#define TCPBUF_GUARD_GROWTH_PAGES	256
+
 /* The most one socket can hold, in pages: the larger of what autotuning
  * (tcp_rmem[2], tcp_wmem[2]) and SO_*BUF (twice rmem_max, wmem_max) reach
  * each way, and an skb each way with its overhead. */

@@ -37,6 +37,7 @@
 #include "tables.h"
 #include "tcpbuf_enforce.h"
 #include "enforcer.h"
+#include "loader.h"
 
 /* ------------------------------------------------------------ helpers */
 
@@ -190,6 +191,7 @@ static void set_rodata(struct enforce *skel, enum tcpbuf_mode mode)
 	if (tcp_rmem2 > 0 && tcp_rmem2 < rcv)
 		rcv = tcp_rmem2;
 	skel->rodata->accounting_mode = mode;
+	skel->rodata->near_guard_growth = loader_guard_growth(mode);
 	skel->rodata->sock_bound_pages =
 		tcpbuf_sock_bound_pages(tcp_rmem2, rmem_max, tcp_wmem2, wmem_max);
 	skel->rodata->sndbuf_ceiling = snd > INT_MAX ? INT_MAX : snd;

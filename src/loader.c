@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -26,6 +27,7 @@
 #include "demand.h"
 #include "hookfit.h"
 #include "loader.h"
+#include "tcpbuf_policy.h"
 #include "netns.h"
 #include "log.h"
 
@@ -216,6 +218,22 @@ static struct bpf_object_open_opts open_opts(struct tcpbuf_bpf *bpf)
 	return o;
 }
 
+/* An iterator gives a socket its per-segment callbacks back through
+ * bpf_setsockopt(TCP_BPF_SOCK_OPS_CB_FLAGS) from 6.11 on; before, a cgroup
+ * leaving dormancy could not arm the sockets it has. Exact mode only: a
+ * sampled dormant socket is not sampled until the next reconcile. */
+unsigned loader_guard_growth(enum tcpbuf_mode mode)
+{
+	struct utsname u;
+	int major = 0, minor = 0;
+
+	if (uname(&u) || sscanf(u.release, "%d.%d", &major, &minor) != 2)
+		return 0;
+	if (mode != TCPBUF_MODE_EXACT || getenv("TCPBUF_NO_DORMANT"))
+		return 0;
+	return major > 6 || (major == 6 && minor >= 11) ? TCPBUF_GUARD_GROWTH_PAGES : 0;
+}
+
 static int load_exact(struct tcpbuf_bpf *bpf)
 {
 	struct bpf_object_open_opts o = open_opts(bpf);
@@ -225,6 +243,7 @@ static int load_exact(struct tcpbuf_bpf *bpf)
 	skel = account_exact__open_opts(&o);
 	if (!skel)
 		return -errno;
+	skel->rodata->near_guard_growth = loader_guard_growth(TCPBUF_MODE_EXACT);
 	err = tables_fit(skel->obj, bpf->pin_path);
 	if (!err)
 		err = account_exact__load(skel);

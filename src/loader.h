@@ -28,6 +28,11 @@ int loader_limits_fd(const struct tcpbuf_bpf *bpf);
 /* Bring every TCP socket's charge up to its footprint now (iter/tcp). */
 int loader_reconcile(struct tcpbuf_bpf *bpf);
 
+/* The per-socket growth of tcpbuf_near_guard() for the running kernel and
+ * @mode (the programs' near_guard_growth): 0, never dormant, before 6.11,
+ * in sampled mode, or with TCPBUF_NO_DORMANT set. */
+unsigned loader_guard_growth(enum tcpbuf_mode mode);
+
 /* Sockets carrying tcpbufd state in socket storage, or negative errno. */
 long loader_count_sock_charges(struct tcpbuf_bpf *bpf);
 

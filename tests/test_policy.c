@@ -580,6 +580,60 @@ static void check_zones_order(void)
 	EXPECT_EQ(bad, 0);
 }
 
+/* The guard of a near cgroup under which it stays dormant (pages), and the
+ * way in and out of dormancy around it. */
+static const struct guard_case {
+	__u64 pressure, max;
+	__s64 sockets;
+	__u64 growth;
+	__s64 want_guard;
+} guard_cases[] = {
+	{ 3072, 4096, 2, TCPBUF_GUARD_GROWTH_PAGES, 2560 },	/* 16 MiB, one connection */
+	{ 3072, 4096, 8, TCPBUF_GUARD_GROWTH_PAGES, 1024 },	/* 16 MiB, four */
+	{ 3072, 4096, 12, TCPBUF_GUARD_GROWTH_PAGES, 0 },	/* as many as the threshold */
+	{ 3072, 4096, 128, TCPBUF_GUARD_GROWTH_PAGES, 0 },	/* 64 stalled connections */
+	{ 3072, 4096, 2, 0, 0 },				/* kernel < 6.11: never */
+	{ 0, 4096, 2, 256, 3584 },				/* max alone */
+	{ 5000, 4096, 2, 256, 3584 },				/* pressure above max */
+	{ 3072, 0, 2, 256, 2560 },				/* pressure alone */
+	{ 0, 0, 2, 256, 0 },					/* no threshold */
+	{ 3072, 4096, 0, 256, 3072 },				/* no socket yet */
+	{ 3072, 4096, -1, 256, 3072 },
+};
+
+static const struct dormant_case {
+	bool dormant;
+	__s64 usage, guard;
+	bool want;
+} dormant_cases[] = {
+	{ false, 0, 2560, true },	/* in: under half the guard */
+	{ false, 1279, 2560, true },
+	{ false, 1280, 2560, false },	/* near stays near in the band */
+	{ true, 1280, 2560, true },	/* dormant stays dormant in it */
+	{ true, 2559, 2560, true },
+	{ true, 2560, 2560, false },	/* out: at the guard */
+	{ true, 0, 0, false },		/* no guard: never */
+	{ false, 0, 0, false },
+};
+
+static void check_guard_cases(void)
+{
+	for (size_t i = 0; i < sizeof(guard_cases) / sizeof(guard_cases[0]); i++) {
+		const struct guard_case *k = &guard_cases[i];
+		__s64 g = tcpbuf_near_guard(k->pressure, k->max, k->sockets, k->growth);
+
+		test_log("guard: pressure %llu max %llu, %lld sockets x %llu: %lld",
+			 (unsigned long long)k->pressure, (unsigned long long)k->max,
+			 (long long)k->sockets, (unsigned long long)k->growth, (long long)g);
+		EXPECT_EQ(g, k->want_guard);
+	}
+	for (size_t i = 0; i < sizeof(dormant_cases) / sizeof(dormant_cases[0]); i++) {
+		const struct dormant_case *k = &dormant_cases[i];
+
+		EXPECT_EQ(tcpbuf_dormant_next(k->dormant, k->usage, k->guard), k->want);
+	}
+}
+
 /* ------------------------------------------------------------- the sweep */
 
 static long mismatches;
@@ -788,6 +842,7 @@ int main(void)
 	check_verdict_cases();
 	check_state_cases(getenv("TEST_POLICY_PRINT") != NULL);
 	check_zones_order();
+	check_guard_cases();
 	sweep_states();
 	sweep_caps();
 	sweep_buffers();
