@@ -61,31 +61,6 @@ static int wait_pinned(const char *name, int want, int timeout_ms)
 	return pinned(name) == want;
 }
 
-/* Sockets of @cg with a sock_charge entry, and those of them armed. */
-struct armed {
-	uint64_t cgid;
-	int entries, armed;
-};
-
-static int armed_cb(const struct skmem_sock *s, void *arg)
-{
-	struct armed *a = arg;
-
-	if (s->cgid != a->cgid || s->state != TCP_ESTABLISHED || !s->has_storage)
-		return 0;
-	a->entries++;
-	a->armed += !!(s->storage_u32 & TCPBUF_SE_LIMITED);
-	return 0;
-}
-
-static struct armed armed_count(const char *cg)
-{
-	struct armed a = { .cgid = cg_id(cg) };
-
-	EXPECT_OK(skmem_foreach(armed_cb, &a));
-	return a;
-}
-
 int main(void)
 {
 	long snd_set_max = 2 * sysctl_field("/proc/sys/net/core/wmem_max", 0);

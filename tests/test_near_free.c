@@ -74,22 +74,6 @@ static int64_t run_cnt(const char *name)
 	return cnt;
 }
 
-struct armed {
-	uint64_t cgid;
-	int entries, armed;
-};
-
-static int armed_cb(const struct skmem_sock *s, void *arg)
-{
-	struct armed *a = arg;
-
-	if (s->cgid != a->cgid || s->state != TCP_ESTABLISHED || !s->has_storage)
-		return 0;
-	a->entries++;
-	a->armed += !!(s->storage_u32 & TCPBUF_SE_LIMITED);
-	return 0;
-}
-
 /* One bulk connection in @cg for about 2 s: the largest buffers its sockets
  * reach (sampled every 100 ms from 0.5 s on), and over the last second the
  * runs of enforce_sockops and the armed entries at the end. */
@@ -109,7 +93,6 @@ static void bulk_run(const char *cg, struct bulk *r)
 	int stats;
 
 	memset(r, 0, sizeof(*r));
-	r->a.cgid = cg_id(cg);
 	ASSERT_TRUE(l != NULL);
 	stats = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	ASSERT_TRUE(stats >= 0);
@@ -130,7 +113,7 @@ static void bulk_run(const char *cg, struct bulk *r)
 	c1 = run_cnt("enforce_sockops");
 	close(stats);
 	r->runs = c0 >= 0 && c1 >= 0 ? c1 - c0 : -1;
-	EXPECT_OK(skmem_foreach(armed_cb, &r->a));
+	r->a = armed_count(cg);
 	ASSERT_OK(xload_quiesce(l));
 	r->intact = xload_finish(l, 60000, r->msg, sizeof(r->msg)) == 0;
 	xload_close(l);
@@ -200,7 +183,7 @@ int main(void)
 		struct xload *l = xload_start(&(struct xload_opts){
 			.rx_cgroup = cn, .nconn = 4, .mode = XL_STALL });
 		struct peak_sampler *ps;
-		struct armed a = { .cgid = cg_id(cn) };
+		struct armed a;
 		double ratio;
 
 		ASSERT_TRUE(l != NULL);
@@ -208,7 +191,7 @@ int main(void)
 		ASSERT_TRUE(ps != NULL);
 		msleep(3000);
 		peak_stop(ps);
-		EXPECT_OK(skmem_foreach(armed_cb, &a));
+		a = armed_count(cn);
 		ratio = (double)peak_pages(ps) / PAGES(16 * MIB);
 		test_log("4 stalled connections: %d of %d entries armed, state %s, peak %" PRIu64
 			 " pages by sock_diag (%.3f x max), largest gap %.1f ms", a.armed,

@@ -25,6 +25,7 @@
 #include "load.h"
 #include "harness.h"
 #include "skmem.h"
+#include "tcpbuf_maps.h"
 
 /* --------------------------------------------------------------- xload */
 
@@ -868,6 +869,30 @@ void skmem_watch_sock_charge(size_t off)
 	skmem_storage_fd = daemon_pinned_fd("sock_charge");
 	skmem_storage_off = off;
 	ASSERT_GE(skmem_storage_fd, 0);
+}
+
+struct armed_walk {
+	uint64_t cgid;
+	struct armed a;
+};
+
+static int armed_cb(const struct skmem_sock *s, void *arg)
+{
+	struct armed_walk *w = arg;
+
+	if (s->cgid != w->cgid || s->state != TCP_ESTABLISHED || !s->has_storage)
+		return 0;
+	w->a.entries++;
+	w->a.armed += !!(s->storage_u32 & TCPBUF_SE_LIMITED);
+	return 0;
+}
+
+struct armed armed_count(const char *cg)
+{
+	struct armed_walk w = { .cgid = cg_id(cg) };
+
+	EXPECT_OK(skmem_foreach(armed_cb, &w));
+	return w.a;
 }
 
 int64_t sock_bound_pages(void)

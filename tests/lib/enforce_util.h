@@ -125,6 +125,13 @@ int64_t sock_bound_pages(void);
  * offsetof(struct sock_charge, enforce.flags). Fails the test if the daemon
  * has no such map pinned. */
 void skmem_watch_sock_charge(size_t off);
+/* Established sockets of a cgroup with a sock_charge entry, and those of
+ * them armed (TCPBUF_SE_LIMITED, read through skmem_watch_sock_charge() at
+ * enforce.flags). */
+struct armed {
+	int entries, armed;
+};
+struct armed armed_count(const char *cg);
 /* Field @field (0-based) of a whitespace-separated sysctl file; -1 if unreadable. */
 long sysctl_field(const char *path, int field);
 void limits_remove(const char *path);
