@@ -309,6 +309,13 @@ static void run_load(enum load load, enum sys sys, int round, struct result *r)
 	msleep(stall_ms);
 	peak_stop(ps);
 	floor_measure(cg, r);
+	if (getenv("ENFORCE_SS")) {	/* a look at the sockets themselves */
+		char cmd[512];
+
+		snprintf(cmd, sizeof(cmd), "ss -tmnie cgroup /%s | grep -A1 \"^ESTAB *0 *[1-9]\" | tail -%s", rel, getenv("ENFORCE_SS"));
+		if (system(cmd))
+			fprintf(stderr, "bench: ss failed\n");
+	}
 	r->peak_oracle = (double)peak_pages(ps) / limit_pages;
 	if (sys == TCPBUFD) {
 		r->peak_own = (double)status_field(cg, "peak_pages") / limit_pages;

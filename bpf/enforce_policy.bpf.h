@@ -291,6 +291,9 @@ static __always_inline __u32 near_update(__u64 id, struct cgroup_usage *u)
 	if (!usage_limited(u))
 		return 0;
 	new = near_decide(u);
+	if (new && tcpbuf_crowded_next(old & TCPBUF_NEAR_CROWDED, cs->sockets,
+				       u->limits.pressure_pages, u->limits.max_pages))
+		new |= TCPBUF_NEAR_CROWDED;
 	if (new == old)
 		return new;
 	if (!__sync_bool_compare_and_swap(&cs->near, old, new))

@@ -11,6 +11,7 @@
 #include "fallback_hold.bpf.h"
 #include "timehist.bpf.h"
 #include "netns.bpf.h"
+#include "enforce_crowd.bpf.h"
 
 static __always_inline void cb_flags_set(struct bpf_sock_ops *skops, bool armed, bool limited)
 {
@@ -42,12 +43,20 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 	bool established, near_before;
 	int near;
 
+	if (skops->op == BPF_SOCK_OPS_RWND_INIT) {
+		crowd_rwnd_init(skops);
+		return 1;
+	}
 	bsk = skops->sk;
 	if (!bsk)
 		return 1;
 	if (skops->op == BPF_SOCK_OPS_TCP_CONNECT_CB || skops->op == BPF_SOCK_OPS_TCP_LISTEN_CB) {
-		if ((tp = bpf_skc_to_tcp_sock(bsk)))
+		if ((tp = bpf_skc_to_tcp_sock(bsk))) {
 			netns_note((struct sock *)tp);
+			if (skops->op == BPF_SOCK_OPS_TCP_LISTEN_CB)
+				crowd_mss_set(skops, tp,
+					      cgroup_crowded(sk_cgroup((struct sock *)tp)));
+		}
 		return 1;
 	}
 	if (skops->op == BPF_SOCK_OPS_STATE_CB) {

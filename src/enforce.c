@@ -240,6 +240,7 @@ int enforce_start(const struct enforce_opts *o, struct enforcer **out)
 		goto fail;
 	}
 	set_rodata(e->skel, o->mode);
+	e->skel->rodata->crowd_kern_ctx = kctx;
 	bpf_program__set_autoload(e->skel->progs.enforce_ingress, kctx);
 	bpf_program__set_autoload(e->skel->progs.enforce_ingress_compat, !kctx);
 	bpf_program__set_autoload(e->skel->progs.sendmsg_sample, sample);
