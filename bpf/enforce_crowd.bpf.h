@@ -23,6 +23,7 @@
 struct crowd_walk {
 	struct cgroup *cg;
 	bool crowded;
+	__u32 since;	/* crowd_ms of the crowded level found */
 };
 
 /* Probe reads, not plain loads: a request socket's listener comes from a
@@ -40,14 +41,16 @@ static long crowd_walk_level(__u64 i, void *ctx)
 	u = bpf_map_lookup_elem(&cgroup_usage, &id);
 	if (usage_limited(u) && (u->established.near & TCPBUF_NEAR_CROWDED)) {
 		w->crowded = true;
+		w->since = u->established.crowd_ms;
 		return 1;
 	}
 	w->cg = BPF_CORE_READ(cg, self.parent, cgroup);
 	return 0;
 }
 
-/* Whether @cg or one of its ancestors is a crowded limited cgroup. */
-static __always_inline bool cgroup_crowded(struct cgroup *cg)
+/* Whether @cg or one of its ancestors is a crowded limited cgroup; since
+ * when, in *@since (if not NULL). */
+static __always_inline bool cgroup_crowded_since(struct cgroup *cg, __u32 *since)
 {
 	struct crowd_walk w = { .cg = cg };
 	int levels;
@@ -56,7 +59,34 @@ static __always_inline bool cgroup_crowded(struct cgroup *cg)
 		return false;
 	levels = BPF_CORE_READ(cg, level);
 	bpf_loop(levels < TCPBUF_WALK_LEVELS ? levels : TCPBUF_WALK_LEVELS, crowd_walk_level, &w, 0);
+	if (since)
+		*since = w.since;
 	return w.crowded;
+}
+
+static __always_inline bool cgroup_crowded(struct cgroup *cg)
+{
+	return cgroup_crowded_since(cg, NULL);
+}
+
+/*
+ * A SYN at a listener of a cgroup crowded for less than TCPBUF_CROWD_SYN_MS
+ * whose MSS the daemon has not set yet (its pass runs as soon as it reads
+ * the change): dropped, so that the connection is made from its
+ * retransmitted SYN (a second later) with the small first window, not
+ * with the 64 KiB one a burst of connections would otherwise all get.
+ * Past that time, or with the application's own MSS, SYNs pass.
+ */
+#define TCPBUF_CROWD_SYN_MS	1000
+
+static __always_inline bool crowd_syn_refused(struct tcp_sock *tp)
+{
+	__u32 since = 0, now;
+
+	if (tp->rx_opt.user_mss || !cgroup_crowded_since(sk_cgroup((struct sock *)tp), &since))
+		return false;
+	now = bpf_ktime_get_ns() / 1000000;
+	return now - since < TCPBUF_CROWD_SYN_MS;
 }
 
 /*

@@ -298,6 +298,8 @@ static __always_inline __u32 near_update(__u64 id, struct cgroup_usage *u)
 		return new;
 	if (!__sync_bool_compare_and_swap(&cs->near, old, new))
 		return cs->near;	/* a concurrent count decided */
+	if (new & ~old & TCPBUF_NEAR_CROWDED)
+		cs->crowd_ms = bpf_ktime_get_ns() / 1000000;
 	ev = bpf_ringbuf_reserve(&enforce_events, sizeof(*ev), 0);
 	if (!ev)
 		return new;

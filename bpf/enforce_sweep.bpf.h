@@ -202,4 +202,18 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 	return 0;
 }
 
+/* Run by the daemon as soon as a cgroup turns crowded or uncrowded: each
+ * listener's MSS (enforce_crowd.bpf.h), ahead of the paced sweep. */
+SEC("iter/tcp")
+int crowd_listeners(struct bpf_iter__tcp *ctx)
+{
+	struct sock_common *skc = ctx->sk_common;
+	struct tcp_sock *tp;
+
+	if (!skc || skc->skc_state != BPF_TCP_LISTEN || !(tp = bpf_skc_to_tcp_sock(skc)))
+		return 0;
+	crowd_mss_set(tp, tp, cgroup_crowded(sk_cgroup((struct sock *)tp)));
+	return 0;
+}
+
 #endif /* TCPBUF_ENFORCE_SWEEP_BPF_H */
