@@ -321,7 +321,7 @@ TCPBUF_POLICY bool tcpbuf_dormant_next(bool dormant, __s64 usage_pages, __s64 gu
  */
 #define TCPBUF_SOCK_FLOOR_PAGES	8	/* half a connection's 66 KiB floor */
 #define TCPBUF_CROWD_MSS	4096	/* TCP_MAXSEG of a crowded cgroup's new sockets */
-#define TCPBUF_CROWD_RWND	2	/* their first window, in those segments */
+#define TCPBUF_CROWD_RWND	1	/* their first window, in those segments */
 
 TCPBUF_POLICY bool tcpbuf_crowded_next(bool crowded, __s64 sockets, __u64 pressure_pages,
 				       __u64 max_pages)
