@@ -115,6 +115,7 @@ int main(void)
 		{ .nconn = 1024, .max_ratio = 1.25 },
 	};
 	unsigned wnd0 = 0, mss0 = 0, wnd = 0, mss = 0;
+	struct xload *warm;
 	const char *cg;
 
 	test_init();
@@ -124,8 +125,16 @@ int main(void)
 	first_window(cg, &wnd0, &mss0);
 	limits_write(cg, LIMIT_PAGES, 0, 0, 0);
 	ASSERT_OK(daemon_reload_until(cg, LIMIT_PAGES, 5000));
+	/* A cgroup that already serves: one idle connection a second ahead,
+	 * so a burst meets ingress linked (the daemon links it when the
+	 * cgroup turns near, at its first socket), not a daemon still
+	 * answering that first socket. */
+	warm = xload_start(&(struct xload_opts){ .rx_cgroup = cg, .nconn = 1, .idle = 1 });
+	ASSERT_TRUE(warm != NULL);
+	msleep(1000);
 	for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++)
 		run(cg, &scenarios[i]);
+	xload_close(warm);
 	/* The connections closed: no longer crowded, a new one is as
 	 * without limits. */
 	msleep(500);
