@@ -20,6 +20,10 @@
 
 #define TCP_MAXSEG	2
 
+extern void *bpf_cast_to_kern_ctx(void *obj) __ksym __weak;
+/* Set by the daemon before load: the kernel has bpf_cast_to_kern_ctx (>= 6.2). */
+const volatile bool crowd_kern_ctx = false;
+
 struct crowd_walk {
 	struct cgroup *cg;
 	bool crowded;
@@ -83,7 +87,8 @@ static __always_inline bool crowd_syn_refused(struct tcp_sock *tp)
 {
 	__u32 since = 0, now;
 
-	if (tp->rx_opt.user_mss || !cgroup_crowded_since(sk_cgroup((struct sock *)tp), &since))
+	if (!crowd_kern_ctx || tp->rx_opt.user_mss ||
+	    !cgroup_crowded_since(sk_cgroup((struct sock *)tp), &since))
 		return false;
 	now = bpf_ktime_get_ns() / 1000000;
 	return now - since < TCPBUF_CROWD_SYN_MS;
@@ -98,6 +103,10 @@ static __always_inline void crowd_mss_set(void *ctx, struct tcp_sock *tp, bool c
 {
 	int mss = tp->rx_opt.user_mss, val;
 
+	/* Without the request socket's window (crowd_rwnd_init()), the
+	 * MSS would only cost. */
+	if (!crowd_kern_ctx)
+		return;
 	if (crowded && !mss)
 		val = TCPBUF_CROWD_MSS;
 	else if (!crowded && mss == TCPBUF_CROWD_MSS)
@@ -106,10 +115,6 @@ static __always_inline void crowd_mss_set(void *ctx, struct tcp_sock *tp, bool c
 		return;
 	bpf_setsockopt(ctx, SOL_TCP, TCP_MAXSEG, &val, sizeof(val));
 }
-
-extern void *bpf_cast_to_kern_ctx(void *obj) __ksym __weak;
-/* Set by the daemon before load: the kernel has bpf_cast_to_kern_ctx (>= 6.2). */
-const volatile bool crowd_kern_ctx = false;
 
 /*
  * BPF_SOCK_OPS_RWND_INIT: for a request socket (a SYN at a listener), the
