@@ -656,7 +656,6 @@ int main(int argc, char **argv)
 					/* Alternate which system goes first. */
 					enum sys s = (r + ld + n) % 2 ? (enum sys)(NSYS - 1 - k) : (enum sys)k;
 					if (sys_skipped(s))
-					if ((s == TCPBUFD && !do_tcpbufd) || (s == KMEM && !do_v1))
 						continue;
 					nconn = counts[n];
 					run_load(ld, s, r, &results[n][ld][s][r]);

@@ -33,9 +33,6 @@ static long limits_refresh_one(struct bpf_map *map, __u64 *key, struct cgroup_us
 	new = l ? near_decide(u) : 0;
 	if (!l)
 		cs->dormant = 0;
-	if (new && tcpbuf_crowded_next(old & TCPBUF_NEAR_CROWDED, cs->sockets, l->pressure_pages,
-				       l->max_pages))
-		new |= TCPBUF_NEAR_CROWDED;
 	if (new != old)
 		__sync_bool_compare_and_swap(&cs->near, old, new);
 	return 0;

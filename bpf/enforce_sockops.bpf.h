@@ -25,6 +25,24 @@ static __always_inline void cb_flags_set(struct bpf_sock_ops *skops, bool armed,
 		bpf_sock_ops_cb_flags_set(skops, flags);
 }
 
+/* A SYN's first window, a listener's MSS (enforce_crowd.bpf.h):
+ * apart, so that the walk's frame is not sockops_run()'s (the stack of three
+ * frames deep would not fit). */
+static __noinline int sockops_crowd(struct bpf_sock_ops *skops)
+{
+	struct bpf_sock *bsk;
+	struct tcp_sock *tp;
+
+	if (skops->op == BPF_SOCK_OPS_RWND_INIT) {
+		crowd_rwnd_init(skops);
+		return 1;
+	}
+	bsk = skops->sk;
+	if (bsk && (tp = bpf_skc_to_tcp_sock(bsk)))
+		crowd_mss_set(skops, tp, cgroup_crowded(sk_cgroup((struct sock *)tp)));
+	return 1;
+}
+
 /*
  * Attached once at the scope cgroup. A socket without a limited ancestor
  * costs one array lookup when it is established and nothing afterwards; one
@@ -43,20 +61,12 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 	bool established, near_before;
 	int near;
 
-	if (skops->op == BPF_SOCK_OPS_RWND_INIT) {
-		crowd_rwnd_init(skops);
-		return 1;
-	}
 	bsk = skops->sk;
 	if (!bsk)
 		return 1;
 	if (skops->op == BPF_SOCK_OPS_TCP_CONNECT_CB || skops->op == BPF_SOCK_OPS_TCP_LISTEN_CB) {
-		if ((tp = bpf_skc_to_tcp_sock(bsk))) {
+		if ((tp = bpf_skc_to_tcp_sock(bsk)))
 			netns_note((struct sock *)tp);
-			if (skops->op == BPF_SOCK_OPS_TCP_LISTEN_CB)
-				crowd_mss_set(skops, tp,
-					      cgroup_crowded(sk_cgroup((struct sock *)tp)));
-		}
 		return 1;
 	}
 	if (skops->op == BPF_SOCK_OPS_STATE_CB) {
@@ -166,6 +176,8 @@ int enforce_sockops(struct bpf_sock_ops *skops)
 {
 	int ret;
 
+	if (skops->op == BPF_SOCK_OPS_RWND_INIT || skops->op == BPF_SOCK_OPS_TCP_LISTEN_CB)
+		sockops_crowd(skops);
 	TIMEHIST_START();
 	ret = sockops_run(skops);
 	if (skops->op == BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB ||
