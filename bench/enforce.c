@@ -4,7 +4,8 @@
  * cgroup v1 memory.kmem.tcp limit, under the same loads measured the same
  * way. Built and run by bench/enforce (see there for options).
  *
- * Loads (N connections over loopback, default 64, limit default 16 MiB):
+ * Loads (N connections over loopback, default 64, limit default 16 MiB;
+ * -n 64,256,1024 runs each load at each count, all systems interleaved):
  *   stalled  both ends in the cgroup, receivers never read
  *   warm     both ends in the cgroup, receivers read for a second (buffers
  *            autotune to megabytes), then stop
@@ -29,6 +30,10 @@
  *             sweep), as the daemon logs it for each state change
  *   drain     from "receivers read again" to every byte received, checked
  *             against the pattern
+ *   floor     at the end of the stall, from sock_diag: bytes per connection,
+ *             and the median / largest sk_wmem_queued of the sockets that
+ *             queue data and rmem_alloc of those that hold received data
+ * Each load starts a second after one idle connection in its cgroup.
  * Rounds alternate the order of the two systems.
  */
 #define _GNU_SOURCE
@@ -53,6 +58,8 @@
 
 #define V1_ROOT "/sys/fs/cgroup/memory"
 
+#define MAX_COUNTS 8
+static int counts[MAX_COUNTS] = { 64 }, ncounts = 1;
 static int nconn = 64, rounds = 3, warm_ms = 1000, stall_ms = 3000;
 static int64_t limit_pages = 4096;
 static int do_v1 = 1, do_tcpbufd = 1;
@@ -70,9 +77,10 @@ struct result {
 	int intact;
 	double *reaction;		/* ms, tcpbufd */
 	size_t n_reaction;
+	double per_conn, wq_med, wq_max, rm_med, rm_max;	/* bytes, end of the stall */
 };
 
-static struct result results[NLOADS][NSYS][16];
+static struct result results[MAX_COUNTS][NLOADS][NSYS][16];
 
 /* The streams load: per system and round, and with no limit (NSYS). */
 struct stream_result {
@@ -215,18 +223,67 @@ static void reactions(const char *rel, double offset, struct result *r)
 	fclose(f);
 }
 
+struct floor_acc {
+	uint64_t *ids;
+	int nids;
+	double *wq, *rm;
+	size_t nwq, nrm;
+	uint64_t bytes;
+};
+
+static int floor_cb(const struct skmem_sock *s, void *arg)
+{
+	struct floor_acc *a = arg;
+	int i;
+
+	for (i = 0; i < a->nids && a->ids[i] != s->cgid; i++)
+		;
+	if (i == a->nids || !s->has_mem)
+		return 0;
+	a->bytes += s->bytes > 0 ? s->bytes : 0;
+	if (s->wmem_queued) {
+		a->wq = realloc(a->wq, (a->nwq + 1) * sizeof(*a->wq));
+		a->wq[a->nwq++] = s->wmem_queued;
+	}
+	if (s->rmem_alloc) {
+		a->rm = realloc(a->rm, (a->nrm + 1) * sizeof(*a->rm));
+		a->rm[a->nrm++] = s->rmem_alloc;
+	}
+	return 0;
+}
+
+static double pct(double *v, size_t n, double p);
+
+/* What each connection holds once the stall has settled (sock_diag). */
+static void floor_measure(const char *cg, struct result *r)
+{
+	struct floor_acc a = {};
+
+	a.nids = cg_subtree_ids(cg, &a.ids);
+	if (a.nids > 0 && !skmem_foreach(floor_cb, &a)) {
+		r->per_conn = (double)a.bytes / nconn;
+		r->wq_med = pct(a.wq, a.nwq, 0.5);
+		r->wq_max = pct(a.wq, a.nwq, 1.0);
+		r->rm_med = pct(a.rm, a.nrm, 0.5);
+		r->rm_max = pct(a.rm, a.nrm, 1.0);
+	}
+	free(a.ids);
+	free(a.wq);
+	free(a.rm);
+}
+
 static void run_load(enum load load, enum sys sys, int round, struct result *r)
 {
 	char name[64], v1dir[256], msg[256];
 	const char *cg, *tx = NULL;
 	struct v1_sampler v1s = {};
 	struct peak_sampler *ps;
-	struct xload *l;
+	struct xload *l, *warm;
 	double mark = 0, t;
 	char *rel;
 
-	snprintf(name, sizeof(name), "%s-%s-%d", load_names[load], sys == TCPBUFD ? "t" : "k",
-		 round);
+	snprintf(name, sizeof(name), "%s-%s-%d-%d", load_names[load], sys == TCPBUFD ? "t" : "k",
+		 nconn, round);
 	cg = cg_create(name);
 	rel = cg_rel(cg);
 	if (load == RXONLY)
@@ -240,6 +297,15 @@ static void run_load(enum load load, enum sys sys, int round, struct result *r)
 		v1_start(&v1s, v1dir, sizeof(v1dir), name);
 	}
 
+	/* One idle connection a second ahead, as a cgroup that already
+	 * serves: the load's burst of connections then meets tcpbufd with
+	 * the cgroup near (its ingress linked), not a daemon still answering
+	 * the first socket. */
+	warm = xload_start(&(struct xload_opts){ .rx_cgroup = cg, .tx_cgroup = tx, .nconn = 1,
+						  .idle = 1, .v1_memcg = sys == KMEM ? v1dir : NULL });
+	if (!warm)
+		test_abort();
+	msleep(1000);
 	ps = peak_start(cg, 10);
 	l = xload_start(&(struct xload_opts){ .rx_cgroup = cg, .tx_cgroup = tx, .nconn = nconn,
 					       .mode = load == STALLED ? XL_STALL : XL_READ,
@@ -252,6 +318,14 @@ static void run_load(enum load load, enum sys sys, int round, struct result *r)
 	}
 	msleep(stall_ms);
 	peak_stop(ps);
+	floor_measure(cg, r);
+	if (getenv("ENFORCE_SS")) {	/* a look at the sockets themselves */
+		char cmd[512];
+
+		snprintf(cmd, sizeof(cmd), "ss -tmnie cgroup /%s | grep -A1 \"^ESTAB *0 *[1-9]\" | tail -%s", rel, getenv("ENFORCE_SS"));
+		if (system(cmd))
+			fprintf(stderr, "bench: ss failed\n");
+	}
 	r->peak_oracle = (double)peak_pages(ps) / limit_pages;
 	if (sys == TCPBUFD) {
 		r->peak_own = (double)status_field(cg, "peak_pages") / limit_pages;
@@ -266,16 +340,19 @@ static void run_load(enum load load, enum sys sys, int round, struct result *r)
 	if (!r->intact)
 		fprintf(stderr, "bench: %s: %s\n", name, msg);
 	xload_close(l);
+	xload_close(warm);
 	peak_free(ps);
 	if (sys == TCPBUFD) {
 		reactions(rel, mark, r);
 		limits_remove(cg);
 		daemon_signal(SIGHUP);
 	}
-	printf("  %-8s %-9s round %d: peak %.3f x max (sock_diag), %.3f (own); refused %.0f; "
-	       "drain %.2f s%s\n", load_names[load], sys == TCPBUFD ? "tcpbufd" : "kmem.tcp",
-	       round, r->peak_oracle, r->peak_own, r->refused, r->drain_s,
-	       r->intact ? "" : " (NOT INTACT)");
+	printf("  %-8s %5d %-9s round %d: peak %.3f x max (sock_diag), %.3f (own); refused %.0f; "
+	       "drain %.2f s%s; per connection %.1f KiB, wmem_queued med %.1f max %.1f KiB, "
+	       "rmem med %.1f max %.1f KiB\n", load_names[load], nconn,
+	       sys == TCPBUFD ? "tcpbufd" : "kmem.tcp", round, r->peak_oracle, r->peak_own,
+	       r->refused, r->drain_s, r->intact ? "" : " (NOT INTACT)", r->per_conn / 1024,
+	       r->wq_med / 1024, r->wq_max / 1024, r->rm_med / 1024, r->rm_max / 1024);
 	fflush(stdout);
 	free(rel);
 }
@@ -408,44 +485,72 @@ static const char *median_max(char buf[32], double *v, int n)
 
 static void report(void)
 {
-	printf("\n%-8s %-9s %-22s %-22s %-9s %-26s %s\n", "load", "system",
+	printf("\n%-8s %5s %-9s %-22s %-22s %-9s %-26s %-8s %s\n", "load", "conns", "system",
 	       "peak/max sock_diag", "peak/max own counter", "refused", "reaction ms med/p90/max",
-	       "drain s");
-	for (int ld = 0; ld < NLOADS; ld++) {
-		for (int s = 0; s < NSYS && (loads_wanted >> ld & 1); s++) {
-			double a[16], b[16], c[16], d[16], *rx = NULL;
-			size_t nrx = 0;
-			char react[64] = "-", col1[32], col2[32];
-			int intact = 1;
+	       "drain s", "KiB/conn wq/rmem (median socket)");
+	for (int n = 0; n < ncounts; n++)
+		for (int ld = 0; ld < NLOADS; ld++) {
+			for (int s = 0; s < NSYS && (loads_wanted >> ld & 1); s++) {
+				double a[16], b[16], c[16], d[16], e[16], f[16], g[16], *rx = NULL;
+				size_t nrx = 0;
+				char react[64] = "-", col1[32], col2[32];
+				int intact = 1;
 
-			if (sys_skipped(s))
-				continue;
-			for (int r = 0; r < rounds; r++) {
-				struct result *x = &results[ld][s][r];
+				if (sys_skipped(s))
+					continue;
+				for (int r = 0; r < rounds; r++) {
+					struct result *x = &results[n][ld][s][r];
 
-				a[r] = x->peak_oracle;
-				b[r] = x->peak_own;
-				c[r] = x->refused;
-				d[r] = x->drain_s;
-				intact &= x->intact;
-				for (size_t i = 0; i < x->n_reaction; i++) {
-					rx = realloc(rx, (nrx + 1) * sizeof(*rx));
-					rx[nrx++] = x->reaction[i];
+					a[r] = x->peak_oracle;
+					b[r] = x->peak_own;
+					c[r] = x->refused;
+					d[r] = x->drain_s;
+					e[r] = x->per_conn / 1024;
+					f[r] = x->wq_med / 1024;
+					g[r] = x->rm_med / 1024;
+					intact &= x->intact;
+					for (size_t i = 0; i < x->n_reaction; i++) {
+						rx = realloc(rx, (nrx + 1) * sizeof(*rx));
+						rx[nrx++] = x->reaction[i];
+					}
 				}
+				if (nrx)
+					snprintf(react, sizeof(react), "%.2f/%.2f/%.2f (n=%zu)",
+						 pct(rx, nrx, 0.5), pct(rx, nrx, 0.9), pct(rx, nrx, 1.0),
+						 nrx);
+				snprintf(col1, sizeof(col1), "%.3f (max %.3f)", pct(a, rounds, 0.5),
+					 pct(a, rounds, 1.0));
+				snprintf(col2, sizeof(col2), "%.3f (max %.3f)", pct(b, rounds, 0.5),
+					 pct(b, rounds, 1.0));
+				printf("%-8s %5d %-9s %-22s %-22s %-9.0f %-26s %-8.2f %.1f %.1f/%.1f%s\n",
+				       load_names[ld], counts[n], s == TCPBUFD ? "tcpbufd" : "kmem.tcp",
+				       col1, col2, pct(c, rounds, 0.5), react, pct(d, rounds, 0.5),
+				       pct(e, rounds, 0.5), pct(f, rounds, 0.5), pct(g, rounds, 0.5),
+				       intact ? "" : " NOT INTACT");
+				free(rx);
 			}
-			if (nrx)
-				snprintf(react, sizeof(react), "%.2f/%.2f/%.2f (n=%zu)",
-					 pct(rx, nrx, 0.5), pct(rx, nrx, 0.9), pct(rx, nrx, 1.0), nrx);
-			printf("%-8s %-9s %-22s %-22s %-9.0f %-26s %.2f%s\n", load_names[ld],
-			       s == TCPBUFD ? "tcpbufd" : "kmem.tcp", median_max(col1, a, rounds),
-			       median_max(col2, b, rounds), pct(c, rounds, 0.5), react,
-			       pct(d, rounds, 0.5), intact ? "" : " NOT INTACT");
-			free(rx);
 		}
-	}
-	printf("\nmedian (max) over %d rounds; %d connections, limit %" PRId64 " pages (%" PRId64
-	       " MiB), tcpbufd in %s mode; peaks relative to max = the limit\n", rounds, nconn,
+	printf("\nmedian (max) over %d rounds; limit %" PRId64 " pages (%" PRId64
+	       " MiB), tcpbufd in %s mode; peaks relative to max = the limit\n", rounds,
 	       limit_pages, limit_pages / 256, tcpbufd_mode());
+}
+
+/* "64,256": the connection counts; exits on a bad list. */
+static void counts_parse(const char *arg)
+{
+	char *copy = strdup(arg), *save = NULL;
+
+	ncounts = 0;
+	for (char *w = strtok_r(copy, ",", &save); w; w = strtok_r(NULL, ",", &save)) {
+		if (ncounts == MAX_COUNTS || atoi(w) < 1) {
+			fprintf(stderr, "enforce: bad connection counts '%s'\n", arg);
+			exit(2);
+		}
+		counts[ncounts++] = atoi(w);
+	}
+	free(copy);
+	if (!ncounts)
+		exit(2);
 }
 
 /* "stalled,warm": the loads named, as a bit per enum load; exits on a bad name. */
@@ -496,7 +601,7 @@ static void report_streams(void)
 
 static void usage(void)
 {
-	fprintf(stderr, "usage: enforce [-n CONNS] [-l LIMIT_MIB] [-r ROUNDS] [-w WARM_MS] "
+	fprintf(stderr, "usage: enforce [-n CONNS,...] [-l LIMIT_MIB] [-r ROUNDS] [-w WARM_MS] "
 			"[-s STALL_MS] [-L LOAD,...] [-P STREAMS] [-t STREAM_S] [--no-v1] [--no-tcpbufd]\n");
 	exit(2);
 }
@@ -513,7 +618,7 @@ int main(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "n:l:r:w:s:L:P:t:h", opts, NULL)) != -1) {
 		switch (c) {
-		case 'n': nconn = atoi(optarg); break;
+		case 'n': counts_parse(optarg); break;
 		case 'l': limit_pages = atoll(optarg) * 256; break;
 		case 'r': rounds = atoi(optarg); break;
 		case 'w': warm_ms = atoi(optarg); break;
@@ -526,7 +631,7 @@ int main(int argc, char **argv)
 		default: usage();
 		}
 	}
-	if (rounds < 1 || rounds > 16 || nconn < 1 || limit_pages < 256)
+	if (rounds < 1 || rounds > 16 || limit_pages < 256)
 		usage();
 	test_init();
 	if (do_v1 && access(V1_ROOT "/memory.kmem.tcp.limit_in_bytes", F_OK)) {
@@ -545,15 +650,16 @@ int main(int argc, char **argv)
 				continue;
 			run_streams(s, r, &stream_results[s][r]);
 		}
-		for (int ld = 0; ld < NLOADS; ld++)
-			for (int k = 0; k < NSYS && (loads_wanted >> ld & 1); k++) {
-				/* Alternate which system goes first. */
-				enum sys s = (r + ld) % 2 ? (enum sys)(NSYS - 1 - k) : (enum sys)k;
-
-				if (sys_skipped(s))
-					continue;
-				run_load(ld, s, r, &results[ld][s][r]);
-			}
+		for (int n = 0; n < ncounts; n++)
+			for (int ld = 0; ld < NLOADS; ld++)
+				for (int k = 0; k < NSYS && (loads_wanted >> ld & 1); k++) {
+					/* Alternate which system goes first. */
+					enum sys s = (r + ld + n) % 2 ? (enum sys)(NSYS - 1 - k) : (enum sys)k;
+					if (sys_skipped(s))
+						continue;
+					nconn = counts[n];
+					run_load(ld, s, r, &results[n][ld][s][r]);
+				}
 	}
 	report();
 	if (loads_wanted >> STREAMS & 1)

@@ -9,6 +9,7 @@
 #include "enforce_policy.bpf.h"
 #include "timehist.bpf.h"
 #include "fallback_hold.bpf.h"
+#include "enforce_crowd.bpf.h"
 #include <bpf/bpf_endian.h>
 
 #define ETH_P_IP_NUM		0x0800
@@ -37,7 +38,24 @@ static __always_inline int tcp_payload_len(struct __sk_buff *skb, __u32 *seq)
 	return (int)skb->len - (int)nh - (int)((doff_byte & 0xf0) >> 2);
 }
 
-extern void *bpf_cast_to_kern_ctx(void *obj) __ksym __weak;
+/* A SYN without ACK (a connection asked for). */
+static __always_inline bool tcp_pure_syn(struct __sk_buff *skb)
+{
+	__u32 nh = 40;
+	__u8 b0 = 0, flags = 0;
+
+	if (skb->protocol == bpf_htons(ETH_P_IP_NUM)) {
+		if (bpf_skb_load_bytes(skb, 0, &b0, 1))
+			return false;
+		nh = (b0 & 0xf) * 4;
+	} else if (skb->protocol != bpf_htons(ETH_P_IPV6_NUM)) {
+		return false;
+	}
+	if (bpf_skb_load_bytes(skb, nh + 13, &flags, 1))
+		return false;
+	return (flags & 0x12) == 0x02;
+}
+
 
 /*
  * Ingress refusal at max. Only segments with payload are refused: ACKs, SYNs
@@ -213,6 +231,8 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 	if (!tp)
 		return 1;
 	sk = (struct sock *)tp;
+	if (bsk->state == BPF_TCP_LISTEN)
+		return !(tcp_pure_syn(skb) && crowd_syn_refused(tp));
 	/* Not armed: every limited ancestor is far, nothing it receives can
 	 * matter (tcpbuf_near_next()). */
 	sc = sock_armed_charge(sk);

@@ -258,6 +258,14 @@ struct count_walk {
  * dormant while usage is under the guard (tcpbuf_near_guard()): whether it
  * is near, with its dormant mark updated. The entry's copy of its limits.
  */
+/* TCPBUF_NEAR_CROWDED or 0 (tcpbuf_crowded_next()). Global: its registers
+ * and frame are not the count walk's, which has no stack to spare. */
+__noinline int crowded_bit(__u32 near, __s64 sockets, __u64 pressure_pages, __u64 max_pages)
+{
+	return tcpbuf_crowded_next(near & TCPBUF_NEAR_CROWDED, sockets, pressure_pages,
+				   max_pages) ? TCPBUF_NEAR_CROWDED : 0;
+}
+
 static __always_inline __u32 near_decide(struct cgroup_usage *u)
 {
 	struct cgroup_sockets *cs = &u->established;
@@ -272,7 +280,11 @@ static __always_inline __u32 near_decide(struct cgroup_usage *u)
 	/* A plain store: a concurrent count decides the same from the same. */
 	if (want != cs->dormant)
 		cs->dormant = want;
-	return counted && !want;
+	if (!counted || want)
+		return 0;
+	/* Near, and crowded too (bit 1) where its sockets' floors say so. */
+	return 1 | crowded_bit(cs->near, cs->sockets, u->limits.pressure_pages,
+			       u->limits.max_pages);
 }
 
 /* After a change of its socket count: near or far now (0 also without
@@ -295,6 +307,9 @@ static __always_inline __u32 near_update(__u64 id, struct cgroup_usage *u)
 		return new;
 	if (!__sync_bool_compare_and_swap(&cs->near, old, new))
 		return cs->near;	/* a concurrent count decided */
+	/* When it turned crowded: the SYN drop waits for the listeners'
+	 * pass that long at most (crowd_syn_refused()). */
+	cs->crowd_ms = new & ~old & TCPBUF_NEAR_CROWDED ? bpf_ktime_get_ns() / 1000000 : cs->crowd_ms;
 	ev = bpf_ringbuf_reserve(&enforce_events, sizeof(*ev), 0);
 	if (!ev)
 		return new;

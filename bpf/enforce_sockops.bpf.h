@@ -11,6 +11,7 @@
 #include "fallback_hold.bpf.h"
 #include "timehist.bpf.h"
 #include "netns.bpf.h"
+#include "enforce_crowd.bpf.h"
 
 static __always_inline void cb_flags_set(struct bpf_sock_ops *skops, bool armed, bool limited)
 {
@@ -22,6 +23,24 @@ static __always_inline void cb_flags_set(struct bpf_sock_ops *skops, bool armed,
 	flags = cb_flags_wanted(cur, armed, limited);
 	if (flags != cur)
 		bpf_sock_ops_cb_flags_set(skops, flags);
+}
+
+/* A SYN's first window, a listener's MSS (enforce_crowd.bpf.h):
+ * apart, so that the walk's frame is not sockops_run()'s (the stack of three
+ * frames deep would not fit). */
+static __noinline int sockops_crowd(struct bpf_sock_ops *skops)
+{
+	struct bpf_sock *bsk;
+	struct tcp_sock *tp;
+
+	if (skops->op == BPF_SOCK_OPS_RWND_INIT) {
+		crowd_rwnd_init(skops);
+		return 1;
+	}
+	bsk = skops->sk;
+	if (bsk && (tp = bpf_skc_to_tcp_sock(bsk)))
+		crowd_mss_set(skops, tp, cgroup_crowded(sk_cgroup((struct sock *)tp)));
+	return 1;
 }
 
 /*
@@ -157,6 +176,8 @@ int enforce_sockops(struct bpf_sock_ops *skops)
 {
 	int ret;
 
+	if (skops->op == BPF_SOCK_OPS_RWND_INIT || skops->op == BPF_SOCK_OPS_TCP_LISTEN_CB)
+		sockops_crowd(skops);
 	TIMEHIST_START();
 	ret = sockops_run(skops);
 	if (skops->op == BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB ||

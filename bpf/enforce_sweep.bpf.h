@@ -10,6 +10,7 @@
 #include "enforce_socket.bpf.h"
 #include "ancestry_renew.bpf.h"
 #include "fallback_hold.bpf.h"
+#include "enforce_crowd.bpf.h"
 
 /* Set by the daemon before each sweep: 1 after a change of limits (any
  * socket swept may have gained a limited ancestor), 0 after state changes
@@ -105,6 +106,17 @@ static __always_inline void sweep_cb_flags_set(struct tcp_sock *tp, bool armed, 
 		bpf_setsockopt(tp, SOL_TCP, TCP_BPF_SOCK_OPS_CB_FLAGS, &want, sizeof(want));
 }
 
+/* Apart, so that its walk's frame is not the sweep's (the stack of three
+ * frames deep would not fit). */
+static __noinline int sweep_listener(struct sock_common *skc)
+{
+	struct tcp_sock *tp = bpf_skc_to_tcp_sock(skc);
+
+	if (tp && sweep_concerns((struct sock *)tp))
+		crowd_mss_set(tp, tp, cgroup_crowded(sk_cgroup((struct sock *)tp)));
+	return 0;
+}
+
 /*
  * Run by the daemon after a state change or a change of limits: brings every
  * socket to the caps of its ancestors' current states (capping in pressure
@@ -122,8 +134,10 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 	bool armed, near;
 	int counted;
 
+	/* A listener: the MSS its next connections start from, as its
+	 * cgroup is crowded or not (enforce_crowd.bpf.h). */
 	if (!skc || !sock_ops_connected(skc->skc_state))
-		return 0;
+		return skc && skc->skc_state == BPF_TCP_LISTEN ? sweep_listener(skc) : 0;
 	tp = bpf_skc_to_tcp_sock(skc);
 	if (!tp)
 		return 0;
@@ -185,6 +199,20 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 	/* Sockets that predate the limits get the per-segment callback too
 	 * (TCP_BPF_SOCK_OPS_CB_FLAGS, kernel >= 6.11; older ones: sweeps only). */
 	sweep_cb_flags_set(tp, c.limited, c.limited, 0);
+	return 0;
+}
+
+/* Run by the daemon as soon as a cgroup turns crowded or uncrowded: each
+ * listener's MSS (enforce_crowd.bpf.h), ahead of the paced sweep. */
+SEC("iter/tcp")
+int crowd_listeners(struct bpf_iter__tcp *ctx)
+{
+	struct sock_common *skc = ctx->sk_common;
+	struct tcp_sock *tp;
+
+	if (!skc || skc->skc_state != BPF_TCP_LISTEN || !(tp = bpf_skc_to_tcp_sock(skc)))
+		return 0;
+	crowd_mss_set(tp, tp, cgroup_crowded(sk_cgroup((struct sock *)tp)));
 	return 0;
 }
 

@@ -68,8 +68,10 @@ struct cgroup_limits {
 struct cgroup_sockets {
 	__s64 sockets;
 	__s64 senders;
-	__u32 near;	/* see tcpbuf_near_next() (tcpbuf_enforce.h) */
+	__u32 near;	/* bit 0 near (tcpbuf_near_next()), bit 1 crowded (tcpbuf_crowded_next()) */
 	__u32 dormant;	/* near by its sockets, but under its guard (tcpbuf_near_guard()) */
+	__u32 crowd_ms;	/* when it last turned crowded (CLOCK_MONOTONIC, ms, wraps) */
+	__u32 pad;
 };
 
 /*

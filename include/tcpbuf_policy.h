@@ -308,6 +308,47 @@ TCPBUF_POLICY bool tcpbuf_dormant_next(bool dormant, __s64 usage_pages, __s64 gu
  * (the fastest) adds in the milliseconds an event takes to become a sweep. */
 #define TCPBUF_GUARD_GROWTH_PAGES	256
 
+/*
+ * Crowded: so many sockets that the floor every connection holds whatever
+ * its caps (its writer's forced skb, its receiver's first window, each up to
+ * half or all of a 64 KiB SYN-ACK window over loopback) comes within reach
+ * of the threshold. A crowded cgroup's new connections start with a small
+ * receive window (TCPBUF_CROWD_MSS x TCPBUF_CROWD_RWND), which bounds both.
+ * Crowded once the sockets' floors reach a quarter of the threshold: the
+ * connections made before the sweep gives their listener its MSS keep the
+ * old floor, and there are that many more of them. Uncrowded below an
+ * eighth, so one socket more or less does not flap it; never without near.
+ */
+#define TCPBUF_SOCK_FLOOR_PAGES	8	/* half a connection's 66 KiB floor */
+#define TCPBUF_CROWD_MSS	4096	/* TCP_MAXSEG of a crowded cgroup's new sockets */
+#define TCPBUF_CROWD_RWND	1	/* their first window, in those segments */
+
+TCPBUF_POLICY bool tcpbuf_crowded_next(bool crowded, __s64 sockets, __u64 pressure_pages,
+				       __u64 max_pages)
+{
+	__u64 t = pressure_pages && (!max_pages || pressure_pages < max_pages) ? pressure_pages
+									       : max_pages;
+	__u64 floor = sockets > 0 ? (__u64)sockets * TCPBUF_SOCK_FLOOR_PAGES : 0;
+
+	if (!t)
+		return false;
+	return crowded ? floor >= t / 8 : floor >= t / 4;
+}
+
+/* cgroup_sockets.near: bit 0 near (tcpbuf_near_next()), bit 1 crowded. */
+#define TCPBUF_NEAR_CROWDED	2
+
+TCPBUF_POLICY __u32 tcpbuf_near_crowded_next(__u32 flags, __s64 sockets, __u64 bound_pages,
+					     __u64 pressure_pages, __u64 max_pages)
+{
+	__u32 near = tcpbuf_near_next(flags & 1, sockets, bound_pages, pressure_pages, max_pages);
+
+	if (near && tcpbuf_crowded_next(flags & TCPBUF_NEAR_CROWDED, sockets, pressure_pages,
+					max_pages))
+		near |= TCPBUF_NEAR_CROWDED;
+	return near;
+}
+
 /* The most one socket can hold, in pages: the larger of what autotuning
  * (tcp_rmem[2], tcp_wmem[2]) and SO_*BUF (twice rmem_max, wmem_max) reach
  * each way, and an skb each way with its overhead. */

@@ -240,6 +240,7 @@ int enforce_start(const struct enforce_opts *o, struct enforcer **out)
 		goto fail;
 	}
 	set_rodata(e->skel, o->mode);
+	e->skel->rodata->crowd_kern_ctx = kctx;
 	bpf_program__set_autoload(e->skel->progs.enforce_ingress, kctx);
 	bpf_program__set_autoload(e->skel->progs.enforce_ingress_compat, !kctx);
 	bpf_program__set_autoload(e->skel->progs.sendmsg_sample, sample);
@@ -287,6 +288,12 @@ int enforce_start(const struct enforce_opts *o, struct enforcer **out)
 		log_err("enforcement: cannot create the sweep iterator: %s", strerror(-err));
 		goto fail;
 	}
+	e->crowd_link = bpf_program__attach_iter(e->skel->progs.crowd_listeners, NULL);
+	if (!e->crowd_link) {
+		err = -errno;
+		log_err("enforcement: cannot create the listeners' iterator: %s", strerror(-err));
+		goto fail;
+	}
 	e->events = ring_buffer__new(bpf_map__fd(e->skel->maps.enforce_events), on_event, e, NULL);
 	if (!e->events) {
 		err = -errno;
@@ -320,6 +327,7 @@ void enforce_close(struct enforcer *e)
 	close(e->hold.fd);
 	close(e->pace.fd);
 	bpf_link__destroy(e->sweep_link);
+	bpf_link__destroy(e->crowd_link);
 	tops_clear(e);
 	free(e->tops);
 	for (size_t i = 0; i < e->n_ingress; i++)

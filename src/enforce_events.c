@@ -14,6 +14,7 @@
 #include <time.h>
 #include <sys/timerfd.h>
 #include "log.h"
+#include "netns.h"
 #include "unaccounted.h"
 #include "loader.h"
 #include "status.h"
@@ -75,6 +76,8 @@ int on_event(void *ctx, void *data, size_t len)
 		return 0;
 	}
 	if (ev->kind == TCPBUF_EVENT_NEAR) {
+		if ((ev->old_state ^ ev->new_state) & TCPBUF_NEAR_CROWDED)
+			e->crowd_seen = true;
 		if (!ev->new_state) {
 			e->far_seen = true;
 			return 0;
@@ -181,6 +184,16 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 	if (err < 0)
 		return err;
 	unaccounted_report(tree);
+	/* Crowded or not any more: the listeners' MSS first and unpaced, or
+	 * a burst of connections is made before the sweep's turn comes
+	 * (a pass over listeners, whose program skips every other socket). */
+	if (e->crowd_seen) {
+		int n = netns_iter_each(bpf_link__fd(e->crowd_link), netns_iter_drain, NULL);
+
+		e->crowd_seen = false;
+		if (n)
+			log_warn("enforcement: listeners' pass failed: %s", strerror(-n));
+	}
 	/* A socket held without any entry is refused at ingress: linked for
 	 * it from now on, near or far. */
 	if (e->lost_seen && !held_lost && (err = ingress_sync(e)))
@@ -232,7 +245,8 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 		const char *path = tree ? cgroup_tree_path(tree, ev->cgroup_id) : NULL;
 
 		if (ev->kind == TCPBUF_EVENT_NEAR)
-			log_debug("%s: near its thresholds at %lld sockets", path ? path : "?",
+			log_debug("%s: near its thresholds%s at %lld sockets", path ? path : "?",
+				  ev->new_state & TCPBUF_NEAR_CROWDED ? ", crowded," : "",
 				  (long long)ev->usage_pages);
 		else
 			report_state_change(e, ev, path, done_ms - ev->time_ns / 1e6);

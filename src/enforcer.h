@@ -43,6 +43,7 @@ struct enforcer {
 	struct tcpbuf_enforce_ctl *ctl;	/* map enforce_ctl's entry, mmapped */
 	struct ring_buffer *events;
 	struct bpf_link *sweep_link;
+	struct bpf_link *crowd_link;	/* listeners' MSS (crowd_listeners) */
 	struct ingress_link *ingress;	/* attached (pinned) ingress links, sorted by id */
 	size_t n_ingress, ingress_cap;
 	struct enforce_cgroup *tops;	/* topmost limited cgroups in the scope (own paths) */
@@ -69,6 +70,7 @@ struct enforcer {
 	size_t n_batch, dropped;
 	bool near_up, far_seen;	/* in this batch, some cgroup turned near; far */
 	bool lost_seen;		/* a socket found sock_fallback full: ingress stays linked */
+	bool crowd_seen;	/* in this batch, some cgroup turned crowded or uncrowded */
 };
 
 /* enforce.c */

@@ -835,9 +835,62 @@ static void sweep_rest(void)
 	EXPECT_FALSE(tcpbuf_settled_expired(tcpbuf_settled_clock(((__u64)1 << 22) + 64), 0));
 }
 
+/*
+ * Crowded (issue 22), from the cases up: a 16 MiB limit (max 4096, pressure
+ * 3072 pages by default) is crowded from 96 sockets (48 connections, a
+ * quarter of pressure at 8 pages a socket) and stays so down to 48;
+ * iperf3 -P 32 (66 sockets) never is. Never without near.
+ */
+static void check_crowded_cases(void)
+{
+	static const struct {
+		__u32 flags;
+		__s64 sockets;
+		__u64 pressure, max;
+		__u32 want;
+	} cases[] = {
+		{ 1, 66, 3072, 4096, 1 },	/* iperf3 -P 32 in 16 MiB */
+		{ 1, 95, 3072, 4096, 1 },
+		{ 1, 96, 3072, 4096, 3 },	/* crowded from here */
+		{ 3, 95, 3072, 4096, 3 },	/* and stays so */
+		{ 3, 48, 3072, 4096, 3 },
+		{ 3, 47, 3072, 4096, 1 },	/* below an eighth: uncrowded */
+		{ 1, 2048, 3072, 4096, 3 },
+		{ 1, 127, 0, 4096, 1 },		/* no pressure: a quarter of max */
+		{ 1, 128, 0, 4096, 3 },
+		{ 1, 129, 0, 4096 * 2, 1 },
+		{ 1, 256, 0, 8192, 3 },
+		{ 0, 96, 3072, 4096, 0 },	/* far (a bound of 0 pages): never crowded */
+		{ 3, 0, 3072, 4096, 0 },	/* no sockets: neither */
+		{ 1, 1000, 0, 0, 1 },		/* no thresholds: near, not crowded */
+		{ 1, 300, 262144, 262144, 1 },	/* 1 GiB: far from crowded */
+	};
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		__u64 bound = cases[i].flags || cases[i].want ? 2624 : 0;
+		__u32 got = tcpbuf_near_crowded_next(cases[i].flags, cases[i].sockets, bound,
+						     cases[i].pressure, cases[i].max);
+
+		if (got != cases[i].want) {
+			test_log("crowded case %zu: flags %u sockets %lld pressure %llu max %llu: "
+				 "%u, want %u", i, cases[i].flags, (long long)cases[i].sockets,
+				 (unsigned long long)cases[i].pressure,
+				 (unsigned long long)cases[i].max, got, cases[i].want);
+			mismatches++;
+		}
+	}
+	/* Near as before whatever the crowded bit says. */
+	for (__s64 n = -1; n <= 3000; n += 7)
+		for (__u32 f = 0; f <= 3; f++)
+			SAME("near of crowded", tcpbuf_near_crowded_next(f, n, 2624, 3072, 4096) & 1,
+			     ref_near_next(f & 1, n, 2624, 3072, 4096), "n %lld f %u",
+			     (long long)n, f);
+}
+
 int main(void)
 {
 	test_init();
+	check_crowded_cases();
 	check_zones_cases();
 	check_verdict_cases();
 	check_state_cases(getenv("TEST_POLICY_PRINT") != NULL);
