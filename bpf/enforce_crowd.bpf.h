@@ -59,7 +59,9 @@ static __always_inline bool cgroup_crowded_since(struct cgroup *cg, __u32 *since
 	struct crowd_walk w = { .cg = cg };
 	int levels;
 
-	if (!cg || !limits_present())
+	/* Crowded is near too, so while no cgroup is near (nothing linked
+	 * for it) no connection walks its ancestry here. */
+	if (!cg || !near_linked())
 		return false;
 	levels = BPF_CORE_READ(cg, level);
 	bpf_loop(levels < TCPBUF_WALK_LEVELS ? levels : TCPBUF_WALK_LEVELS, crowd_walk_level, &w, 0);
@@ -130,7 +132,7 @@ static __always_inline void crowd_rwnd_init(struct bpf_sock_ops *skops)
 	struct tcp_sock *tp;
 	struct sock *req;
 
-	if (!limits_present())
+	if (!near_linked())
 		return;
 	if (bsk && (tp = bpf_skc_to_tcp_sock(bsk))) {
 		cg = sk_cgroup((struct sock *)tp);
