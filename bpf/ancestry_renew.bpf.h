@@ -150,7 +150,7 @@ __noinline int ancestry_move(struct sock_charge *sc, struct ancestry_list *to)
 static __always_inline void ancestry_renew(struct sock *sk, struct sock_charge *sc)
 {
 	struct ancestry_list to = {};
-	__u32 epoch = epoch_now(), missed_to;
+	__u32 epoch = limits_epoch_now(), missed_to;
 	int k;
 
 	if (sc->ancestry_epoch == epoch || !sc->cgroup_id)

@@ -360,6 +360,13 @@ static __always_inline __u32 epoch_now(void)
 
 /* The socket's verdict (struct sock_charge), read once: ingress may change
  * it meanwhile. */
+static __always_inline __u32 limits_epoch_now(void)
+{
+	struct tcpbuf_enforce_ctl *ctl = enforce_ctl_get();
+
+	return ctl ? *(volatile __u32 *)&ctl->limits_epoch : 0;
+}
+
 static __always_inline union sock_verdict verdict_of(const struct sock_charge *sc)
 {
 	union sock_verdict v = { .word = *(volatile const __u64 *)&sc->verdict.word };
@@ -398,7 +405,7 @@ static __always_inline void sock_ancestry_fill(struct sock_charge *sc, const str
 {
 	struct ancestry_list a = {};
 	struct cgroup *cg = sk_cgroup(sk);
-	__u32 epoch = epoch_now();
+	__u32 epoch = limits_epoch_now();
 	__u64 own;
 	int i;
 

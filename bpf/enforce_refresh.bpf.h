@@ -53,8 +53,10 @@ int limits_refresh(void *ctx)
 	bpf_for_each_map_elem(&cgroup_usage, limits_refresh_one, NULL, 0);
 	/* Nothing found under the old limits holds any longer. */
 	ctl = enforce_ctl_get();
-	if (ctl)
+	if (ctl) {
+		__sync_fetch_and_add(&ctl->limits_epoch, 1);
 		__sync_fetch_and_add(&ctl->epoch, 1);
+	}
 	return 0;
 }
 

@@ -21,7 +21,10 @@ struct tcpbuf_enforce_ctl {
 	 * within ingress's reach of max, new limits, a change of the two
 	 * fields above. A verdict holds only at the epoch it was made at. */
 	__u32 epoch;
-	__u32 pad;
+	/* Bumped by limits_refresh only: a socket's ancestry list (which of
+	 * its ancestors it charges) can change only with the limits, and
+	 * renewing it costs a cgroup walk per socket. */
+	__u32 limits_epoch;
 };
 
 /* Map "sweep_targets" (hash, key: cgroup id; the daemon's, not pinned): the

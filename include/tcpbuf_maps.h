@@ -12,7 +12,7 @@
 #include <linux/types.h>
 #endif
 
-#define TCPBUF_LAYOUT_VERSION	16
+#define TCPBUF_LAYOUT_VERSION	17
 
 /*
  * A socket charges its own cgroup and its limited ancestors, however far
@@ -195,7 +195,7 @@ struct sock_charge {
 	 * ingress run asks whether the socket is armed before it charges.
 	 */
 	struct sock_enforce enforce;
-	__u32 ancestry_epoch;	/* tcpbuf_enforce_ctl.epoch when ancestors[] was read */
+	__u32 ancestry_epoch;	/* tcpbuf_enforce_ctl.limits_epoch when ancestors[] was read */
 	/*
 	 * The cgroups every charge of this socket goes to: its own first,
 	 * then its limited ancestors, nearest first (charge.bpf.h), read when
