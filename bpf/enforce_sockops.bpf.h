@@ -178,16 +178,16 @@ int enforce_sockops(struct bpf_sock_ops *skops)
 
 	if (skops->op == BPF_SOCK_OPS_RWND_INIT || skops->op == BPF_SOCK_OPS_TCP_LISTEN_CB)
 		sockops_crowd(skops);
-	TIMEHIST_START();
+	TIMEHIST_START_SLOT();
 	ret = sockops_run(skops);
 	if (skops->op == BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB ||
 	    skops->op == BPF_SOCK_OPS_PASSIVE_ESTABLISHED_CB)
-		TIMEHIST_END(TH_SOCKOPS_ESTABLISHED);
+		TIMEHIST_END_SLOT(TH_SOCKOPS_ESTABLISHED);
 	else if (skops->op == BPF_SOCK_OPS_STATE_CB)
-		TIMEHIST_END(TH_SOCKOPS_STATE);
+		TIMEHIST_END_SLOT(TH_SOCKOPS_STATE);
 	else if (skops->op == BPF_SOCK_OPS_PARSE_HDR_OPT_CB ||
 		 skops->op == BPF_SOCK_OPS_HDR_OPT_LEN_CB)
-		TIMEHIST_END(TH_SOCKOPS_SEGMENT);
+		TIMEHIST_END_SLOT(TH_SOCKOPS_SEGMENT);
 	return ret;
 }
 

@@ -61,13 +61,45 @@ static __always_inline void timehist_add(__u32 prog, __u64 t0)
 	if (slot)
 		*slot += 1;
 }
+
+/* The start time in a per-CPU slot, not on the stack: for a program whose
+ * stack is at the verifier's limit (enforce_sockops). A run nested on the
+ * same CPU (softirq) overwrites it, so that outer run reads short. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} time_hist_t0 SEC(".maps");
+
+static __always_inline void timehist_t0_set(void)
+{
+	__u32 zero = 0;
+	__u64 *t0 = bpf_map_lookup_elem(&time_hist_t0, &zero);
+
+	if (t0)
+		*t0 = bpf_ktime_get_ns();
+}
+
+static __always_inline void timehist_t0_add(__u32 prog)
+{
+	__u32 zero = 0;
+	__u64 *t0 = bpf_map_lookup_elem(&time_hist_t0, &zero);
+
+	if (t0)
+		timehist_add(prog, *t0);
+}
 #define TIMEHIST_START()	__u64 timehist_t0 = bpf_ktime_get_ns()
 #define TIMEHIST_END(prog)	timehist_add(prog, timehist_t0)
 #define TIMEHIST_EMPTY(prog)	timehist_add(prog, bpf_ktime_get_ns())
+#define TIMEHIST_START_SLOT()	timehist_t0_set()
+#define TIMEHIST_END_SLOT(prog)	timehist_t0_add(prog)
 #else
 #define TIMEHIST_START()	do { } while (0)
 #define TIMEHIST_END(prog)	do { } while (0)
 #define TIMEHIST_EMPTY(prog)	do { } while (0)
+#define TIMEHIST_START_SLOT()	do { } while (0)
+#define TIMEHIST_END_SLOT(prog)	do { } while (0)
 #endif
 
 #endif /* TCPBUF_TIMEHIST_BPF_H */
