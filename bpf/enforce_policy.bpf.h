@@ -233,6 +233,7 @@ __noinline int caps_walk(struct sock_charge *sc, __s64 unsent, __s64 rmem, __s64
 			bpf_loop(TCPBUF_MAX_DEPTH, caps_walk_level, &w, 0);
 		if (stale)
 			verdict_note(sc, w.c.epoch, TCPBUF_V_MASK, 0, w.found, 0);
+		tcpbuf_rcv_segment_floor(&w.c);
 	}
 	*c = w.c;
 	return w.near != 0;
@@ -243,6 +244,7 @@ static __always_inline bool caps_compute(struct sock *sk, const struct tcp_sock 
 					 struct sock_charge *sc, struct tcpbuf_caps *c)
 {
 	*c = TCPBUF_CAPS_NONE;
+	c->seg = tp->advmss;
 	return caps_walk(sc, unsent_bytes(sk, tp), sk->sk_backlog.rmem_alloc.counter,
 			 tcpbuf_send_chunk(tp->max_window), c);
 }

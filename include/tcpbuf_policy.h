@@ -420,6 +420,7 @@ struct tcpbuf_caps {
 	__u8 state;	/* strictest state among the limited ancestors (8 bits, so
 			 * that epoch fits in the walk's frame as it was) */
 	bool limited;	/* some ancestor has limits */
+	__u16 seg;	/* the socket's advertised MSS, bytes (tcpbuf_rcv_segment_floor()) */
 	__u32 epoch;	/* the host's epoch when the walk began: its verdict's */
 };
 
@@ -495,6 +496,26 @@ TCPBUF_POLICY void tcpbuf_caps_level(struct tcpbuf_caps *c, const struct cgroup_
 	}
 	c->snd = tcpbuf_min_s64(c->snd, snd);
 	c->rcv = tcpbuf_min_s64(c->rcv, rcv);
+}
+
+/*
+ * The least receive cap short of max, once every level has had its say: a
+ * window of one full segment of the peer, whose MSS ours (@c->seg) bounds,
+ * at the kernel's default half of the buffer. Linux sends no segment that
+ * does not fit the window whole: under a window smaller than its MSS a
+ * sender moves data only by zero-window probes, one per retransmission
+ * timeout and backed off while the window stayed shut, so a drained reader
+ * waits seconds a segment. The floors of a subtree that is not crowded add
+ * up to less than its threshold (sockets x 128 KiB < T,
+ * tcpbuf_crowded_next()); a crowded one's new connections have a 4 KiB
+ * MSS. At max the zero window stands.
+ */
+TCPBUF_POLICY void tcpbuf_rcv_segment_floor(struct tcpbuf_caps *c)
+{
+	__s64 floor = 2 * (__s64)c->seg;
+
+	if (c->limited && c->state != TCPBUF_STATE_MAX && c->rcv < floor)
+		c->rcv = floor;
 }
 
 /* ------------------------------------------------------- buffer targets */

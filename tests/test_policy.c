@@ -412,6 +412,67 @@ static void check_state_cases(bool print)
 	}
 }
 
+/*
+ * The receive floor of one segment (tcpbuf_rcv_segment_floor()), after the
+ * levels' caps: a cgroup (min, pressure, max pages) in a state, its usage,
+ * sockets and writers, one socket of it with nothing received and an
+ * advertised MSS `seg`; its receive cap, and whether a peer whose MSS is
+ * that segment can then send a full one into a window of half the buffer.
+ */
+static const struct floor_case {
+	const char *what;
+	__u64 min, pressure, max;
+	__s64 used;
+	__u32 state;
+	__s64 sockets, senders;
+	__u16 seg;
+	__s64 want_rcv;
+} floor_cases[] = {
+	/* 4 MiB, 32 connections: a share of 82,912 bytes, a 41 KiB window */
+	{ "4 MiB, 32 sockets, drained, normal", 512, 768, 1024, 100, N, 32, 32, 65483, 130966 },
+	/* in pressure, past the headroom to max (768 pages less the writers'
+	 * 256): nothing but the floor */
+	{ "4 MiB, 32 sockets, pressure", 512, 768, 1024, 800, P, 32, 32, 65483, 130966 },
+	{ "at max the zero window stands", 512, 768, 1024, 1024, M, 32, 32, 65483, 8192 },
+	/* past the headroom a drained socket's cap is nothing: the floor is
+	 * two of a crowded cgroup's 4 KiB segments */
+	{ "crowded MSS, pressure", 2048, 3072, 4096, 3100, P, 1024, 1024, 4096, 8192 },
+	{ "crowded MSS, normal", 2048, 3072, 4096, 2900, N, 1024, 1024, 4096, 8192 },
+	/* a share above the floor is left as it is */
+	{ "16 MiB, 10 sockets, normal", 2048, 3072, 4096, 1000, N, 10, 0, 65483, 1152837 },
+	/* Ethernet's MSS, past the headroom */
+	{ "1448-byte MSS, pressure", 512, 768, 1024, 800, P, 32, 32, 1448, 2896 },
+};
+
+static void check_floor_cases(void)
+{
+	for (size_t i = 0; i < sizeof(floor_cases) / sizeof(floor_cases[0]); i++) {
+		const struct floor_case *k = &floor_cases[i];
+		struct cgroup_usage u = usage_of(k->min, k->pressure, k->max, k->used, k->state,
+						 k->sockets, k->senders);
+		struct tcpbuf_caps c = TCPBUF_CAPS_NONE;
+		struct tcpbuf_sock_view s = view_of(0, 0, ref_send_chunk(1 << 20));
+
+		c.seg = k->seg;
+		tcpbuf_caps_level(&c, &u, &s);
+		tcpbuf_rcv_segment_floor(&c);
+		test_log("%s: rcv %lld (want %lld)", k->what, (long long)c.rcv,
+			 (long long)k->want_rcv);
+		EXPECT_EQ(c.rcv, k->want_rcv);
+		if (k->state != M)
+			EXPECT_GE(c.rcv / 2, (__s64)k->seg);
+	}
+	/* Without limits there is no cap to raise. */
+	{
+		struct tcpbuf_caps c = TCPBUF_CAPS_NONE;
+
+		c.seg = 65483;
+		tcpbuf_rcv_segment_floor(&c);
+		EXPECT_EQ(c.rcv, NONE);
+		EXPECT_EQ(c.limited, false);
+	}
+}
+
 /* The zones of a few maxes, each line by name. */
 static const struct zones_case {
 	__s64 max;
@@ -771,7 +832,7 @@ static void sweep_buffers(void)
 	for (__u32 st = 0; st <= 2; st++) {
 		struct ref_sock sk = { .sndbuf = sizes[a], .rcvbuf = sizes[a], .wmem_queued = sizes[b] };
 		struct ref_caps rc = { caps[k], caps[k], 0, st, flags & 1 };
-		struct tcpbuf_caps c = { caps[k], caps[k], 0, st, flags & 1, 0 };
+		struct tcpbuf_caps c = { caps[k], caps[k], 0, st, flags & 1, 0, 0 };
 
 		sk.se.flags = (flags & 2 ? TCPBUF_SE_SNDBUF_SET | TCPBUF_SE_RCVBUF_SET : 0);
 		sk.se.user_locks = flags & 4 ? TCPBUF_SNDBUF_LOCK | TCPBUF_RCVBUF_LOCK : 0;
@@ -894,6 +955,7 @@ int main(void)
 	check_zones_cases();
 	check_verdict_cases();
 	check_state_cases(getenv("TEST_POLICY_PRINT") != NULL);
+	check_floor_cases();
 	check_zones_order();
 	check_guard_cases();
 	sweep_states();
