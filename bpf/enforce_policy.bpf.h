@@ -32,6 +32,7 @@
 #define TCPBUF_ENFORCE_POLICY_BPF_H
 
 #include "charge.bpf.h"
+#include <bpf/bpf_core_read.h>
 
 #define SOL_SOCKET	1
 #define SO_SNDBUF	7
@@ -239,12 +240,27 @@ __noinline int caps_walk(struct sock_charge *sc, __s64 unsent, __s64 rmem, __s64
 	return w.near != 0;
 }
 
+/* tcp_sock.scaling_ratio (>= 6.7): what share of its free receive buffer,
+ * in 256ths, the socket advertises as its window. */
+struct tcp_sock___ratio {
+	__u8 scaling_ratio;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u32 rcv_scaling_ratio(const struct tcp_sock *tp)
+{
+	const struct tcp_sock___ratio *t = (const void *)tp;
+
+	if (bpf_core_field_exists(t->scaling_ratio))
+		return t->scaling_ratio;
+	return 128;	/* tcp_adv_win_scale's default: half */
+}
+
 /* caps_walk() for the socket @sk (@tp), whose entry is @sc. */
 static __always_inline bool caps_compute(struct sock *sk, const struct tcp_sock *tp,
 					 struct sock_charge *sc, struct tcpbuf_caps *c)
 {
 	*c = TCPBUF_CAPS_NONE;
-	c->seg = tp->advmss;
+	c->rcv_floor_kib = tcpbuf_rcv_floor_kib(tp->advmss, rcv_scaling_ratio(tp));
 	return caps_walk(sc, unsent_bytes(sk, tp), sk->sk_backlog.rmem_alloc.counter,
 			 tcpbuf_send_chunk(tp->max_window), c);
 }

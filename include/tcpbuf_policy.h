@@ -420,7 +420,7 @@ struct tcpbuf_caps {
 	__u8 state;	/* strictest state among the limited ancestors (8 bits, so
 			 * that epoch fits in the walk's frame as it was) */
 	bool limited;	/* some ancestor has limits */
-	__u16 seg;	/* the socket's advertised MSS, bytes (tcpbuf_rcv_segment_floor()) */
+	__u16 rcv_floor_kib;	/* tcpbuf_rcv_floor_kib() of the socket */
 	__u32 epoch;	/* the host's epoch when the walk began: its verdict's */
 };
 
@@ -499,20 +499,30 @@ TCPBUF_POLICY void tcpbuf_caps_level(struct tcpbuf_caps *c, const struct cgroup_
 }
 
 /*
- * The least receive cap short of max, once every level has had its say: a
- * window of one full segment of the peer, whose MSS ours (@c->seg) bounds,
- * at the kernel's default half of the buffer. Linux sends no segment that
- * does not fit the window whole: under a window smaller than its MSS a
- * sender moves data only by zero-window probes, one per retransmission
- * timeout and backed off while the window stayed shut, so a drained reader
- * waits seconds a segment. The floors of a subtree that is not crowded add
+ * The least receive cap short of max, once every level has had its say
+ * (tcpbuf_rcv_segment_floor()): a window of one full segment of the peer,
+ * whose MSS ours (@advmss) bounds. Linux sends no segment that does not fit
+ * the window whole: under a smaller window a sender moves data only by
+ * zero-window probes, one per retransmission timeout and backed off while
+ * the window stayed shut, so a drained reader waits seconds a segment.
+ * The window is @ratio/256 of the free buffer (the kernel's scaling_ratio;
+ * 128 where it has none), rounded up to the window scale while the buffer
+ * is at least half free. At most 2 x @advmss, so the floors of a subtree that is not crowded add
  * up to less than its threshold (sockets x 128 KiB < T,
  * tcpbuf_crowded_next()); a crowded one's new connections have a 4 KiB
- * MSS. At max the zero window stands.
+ * MSS. In KiB, rounded up.
  */
+TCPBUF_POLICY __u16 tcpbuf_rcv_floor_kib(__u32 advmss, __u32 ratio)
+{
+	__u64 r = ratio < 128 ? 128 : ratio > 256 ? 256 : ratio;
+
+	return (__u16)(((__u64)advmss * 256 / r + 1023) / 1024);
+}
+
+/* At max the zero window stands; short of it, no cap below the floor. */
 TCPBUF_POLICY void tcpbuf_rcv_segment_floor(struct tcpbuf_caps *c)
 {
-	__s64 floor = 2 * (__s64)c->seg;
+	__s64 floor = (__s64)c->rcv_floor_kib * 1024;
 
 	if (c->limited && c->state != TCPBUF_STATE_MAX && c->rcv < floor)
 		c->rcv = floor;

@@ -414,10 +414,11 @@ static void check_state_cases(bool print)
 
 /*
  * The receive floor of one segment (tcpbuf_rcv_segment_floor()), after the
- * levels' caps: a cgroup (min, pressure, max pages) in a state, its usage,
- * sockets and writers, one socket of it with nothing received and an
- * advertised MSS `seg`; its receive cap, and whether a peer whose MSS is
- * that segment can then send a full one into a window of half the buffer.
+ * levels' caps: a cgroup (min, pressure, max in pages) in a state, its
+ * usage, sockets and writers, one socket of it with nothing received, an
+ * advertised MSS `seg` and a scaling ratio (256ths of the buffer its window
+ * is); its receive cap, and whether a peer whose MSS is that segment can
+ * then send a full one into the window that cap gives.
  */
 static const struct floor_case {
 	const char *what;
@@ -426,22 +427,27 @@ static const struct floor_case {
 	__u32 state;
 	__s64 sockets, senders;
 	__u16 seg;
+	__u32 ratio;
 	__s64 want_rcv;
 } floor_cases[] = {
-	/* 4 MiB, 32 connections: a share of 82,912 bytes, a 41 KiB window */
-	{ "4 MiB, 32 sockets, drained, normal", 512, 768, 1024, 100, N, 32, 32, 65483, 130966 },
+	/* 4 MiB, 32 sockets, drained: a share of 82,912 bytes holds a
+	 * segment at loopback's ratio, not at the default half */
+	{ "4 MiB, 32 sockets, normal, ratio 230", 512, 768, 1024, 100, N, 32, 32, 65483, 230,
+	  82912 },
+	{ "4 MiB, 32 sockets, normal, ratio 128", 512, 768, 1024, 100, N, 32, 32, 65483, 128,
+	  131072 },
 	/* in pressure, past the headroom to max (768 pages less the writers'
 	 * 256): nothing but the floor */
-	{ "4 MiB, 32 sockets, pressure", 512, 768, 1024, 800, P, 32, 32, 65483, 130966 },
-	{ "at max the zero window stands", 512, 768, 1024, 1024, M, 32, 32, 65483, 8192 },
-	/* past the headroom a drained socket's cap is nothing: the floor is
-	 * two of a crowded cgroup's 4 KiB segments */
-	{ "crowded MSS, pressure", 2048, 3072, 4096, 3100, P, 1024, 1024, 4096, 8192 },
-	{ "crowded MSS, normal", 2048, 3072, 4096, 2900, N, 1024, 1024, 4096, 8192 },
+	{ "4 MiB, 32 sockets, pressure", 512, 768, 1024, 800, P, 32, 32, 65483, 230, 73728 },
+	{ "at max the zero window stands", 512, 768, 1024, 1024, M, 32, 32, 65483, 230, 8192 },
+	/* a crowded cgroup's 4 KiB segments */
+	{ "crowded MSS, pressure", 2048, 3072, 4096, 3100, P, 1024, 1024, 4096, 200, 6144 },
+	{ "crowded MSS, normal", 2048, 3072, 4096, 2900, N, 1024, 1024, 4096, 200, 6144 },
 	/* a share above the floor is left as it is */
-	{ "16 MiB, 10 sockets, normal", 2048, 3072, 4096, 1000, N, 10, 0, 65483, 1152837 },
-	/* Ethernet's MSS, past the headroom */
-	{ "1448-byte MSS, pressure", 512, 768, 1024, 800, P, 32, 32, 1448, 2896 },
+	{ "16 MiB, 10 sockets, normal", 2048, 3072, 4096, 1000, N, 10, 0, 65483, 230, 1152837 },
+	/* Ethernet's MSS, past the headroom; a ratio past the range */
+	{ "1448-byte MSS, pressure", 512, 768, 1024, 800, P, 32, 32, 1448, 250, 2048 },
+	{ "ratio 0 taken as half", 512, 768, 1024, 800, P, 32, 32, 65483, 0, 131072 },
 };
 
 static void check_floor_cases(void)
@@ -453,20 +459,21 @@ static void check_floor_cases(void)
 		struct tcpbuf_caps c = TCPBUF_CAPS_NONE;
 		struct tcpbuf_sock_view s = view_of(0, 0, ref_send_chunk(1 << 20));
 
-		c.seg = k->seg;
+		c.rcv_floor_kib = tcpbuf_rcv_floor_kib(k->seg, k->ratio);
 		tcpbuf_caps_level(&c, &u, &s);
 		tcpbuf_rcv_segment_floor(&c);
 		test_log("%s: rcv %lld (want %lld)", k->what, (long long)c.rcv,
 			 (long long)k->want_rcv);
 		EXPECT_EQ(c.rcv, k->want_rcv);
+		/* The window of the drained socket holds a segment. */
 		if (k->state != M)
-			EXPECT_GE(c.rcv / 2, (__s64)k->seg);
+			EXPECT_GE(c.rcv * (k->ratio < 128 ? 128 : k->ratio) / 256, (__s64)k->seg);
 	}
 	/* Without limits there is no cap to raise. */
 	{
 		struct tcpbuf_caps c = TCPBUF_CAPS_NONE;
 
-		c.seg = 65483;
+		c.rcv_floor_kib = tcpbuf_rcv_floor_kib(65483, 230);
 		tcpbuf_rcv_segment_floor(&c);
 		EXPECT_EQ(c.rcv, NONE);
 		EXPECT_EQ(c.limited, false);
