@@ -61,9 +61,9 @@ static __always_inline bool cgroup_crowded_since(struct cgroup *cg, __u32 *since
 	struct crowd_walk w = { .cg = cg };
 	int levels;
 
-	/* Crowded is near too, so while no cgroup is near (nothing linked
-	 * for it) no connection walks its ancestry here. */
-	if (!cg || !near_linked())
+	/* While no cgroup is crowded (the host's count) no connection walks
+	 * its ancestry here. */
+	if (!cg || !crowd_present())
 		return false;
 	levels = BPF_CORE_READ(cg, level);
 	bpf_loop(levels < TCPBUF_WALK_LEVELS ? levels : TCPBUF_WALK_LEVELS, crowd_walk_level, &w, 0);
@@ -145,7 +145,7 @@ static __always_inline void crowd_rwnd_init(struct bpf_sock_ops *skops)
 	struct tcp_sock *tp;
 	struct sock *req;
 
-	if (!near_linked())
+	if (!crowd_present())
 		return;
 	if (bsk && (tp = bpf_skc_to_tcp_sock(bsk))) {
 		cg = sk_cgroup((struct sock *)tp);

@@ -323,7 +323,7 @@ static __always_inline __u32 near_update(__u64 id, struct cgroup_usage *u)
 	new = near_decide(u);
 	if (new == old)
 		return new;
-	if (!__sync_bool_compare_and_swap(&cs->near, old, new))
+	if (!near_swap(cs, old, new))
 		return cs->near;	/* a concurrent count decided */
 	/* When it turned crowded: the SYN drop waits for the listeners'
 	 * pass that long at most (crowd_syn_refused()). */

@@ -338,6 +338,21 @@ TCPBUF_POLICY bool tcpbuf_crowded_next(bool crowded, __s64 sockets, __u64 pressu
 /* cgroup_sockets.near: bit 0 near (tcpbuf_near_next()), bit 1 crowded. */
 #define TCPBUF_NEAR_CROWDED	2
 
+/*
+ * What a move of one entry's cgroup_sockets.near from @old to @new does to
+ * the host's count of crowded entries (tcpbuf_enforce_ctl.crowded_cgroups):
+ * +1, -1 or 0. Applied only by the writer whose compare-and-swap made the
+ * move, every writer of the field going through it, so the count is the
+ * number of entries with the bit: each entry's moves alternate set and
+ * clear, from 0 when the entry is made. An entry of a removed cgroup
+ * deleted while crowded leaves the count one over, which only keeps a walk
+ * that finds nothing.
+ */
+TCPBUF_POLICY int tcpbuf_crowd_delta(__u32 old, __u32 new)
+{
+	return (int)!!(new & TCPBUF_NEAR_CROWDED) - (int)!!(old & TCPBUF_NEAR_CROWDED);
+}
+
 TCPBUF_POLICY __u32 tcpbuf_near_crowded_next(__u32 flags, __s64 sockets, __u64 bound_pages,
 					     __u64 pressure_pages, __u64 max_pages)
 {

@@ -904,6 +904,58 @@ static void sweep_rest(void)
 }
 
 /*
+ * The host's count of crowded entries (tcpbuf_crowd_delta()): each move of
+ * an entry's near word, and then a day of moves on 64 entries driven by
+ * the socket counts tcpbuf_near_crowded_next() decides on, by the three
+ * writers a compare-and-swap each (count, limits refresh, dormancy), some of
+ * which lose to a concurrent one and apply nothing: the count stays the
+ * number of entries with the bit.
+ */
+static void check_crowd_count(void)
+{
+	static const struct { __u32 old, new; int want; } moves[] = {
+		{ 0, 1, 0 }, { 1, 3, 1 }, { 0, 3, 1 }, { 3, 1, -1 }, { 3, 0, -1 },
+		{ 1, 0, 0 }, { 3, 3, 0 }, { 2, 0, -1 }, { 1, 1, 0 },
+	};
+	__u32 near[64] = { 0 };
+	long count = 0, bits, lost = 0;
+	unsigned seed = 22;
+
+	for (size_t i = 0; i < sizeof(moves) / sizeof(moves[0]); i++)
+		EXPECT_EQ(tcpbuf_crowd_delta(moves[i].old, moves[i].new), moves[i].want);
+	for (int step = 0; step < 100000; step++) {
+		int e = (seed = seed * 1103515245 + 12345) >> 16 & 63;
+		int writer = (seed >> 8) % 3;
+		__u32 seen = near[e], want;
+		__s64 sockets = (seed >> 4) % 160;
+
+		if (writer == 2)	/* dormancy: near or not, crowded lost */
+			want = !(seen & 1);
+		else if (writer == 1 && (seed & 7) == 0)	/* limits gone */
+			want = 0;
+		else
+			want = tcpbuf_near_crowded_next(seen, sockets, 2624, 3072, 4096);
+		/* A concurrent writer moved it between the read and the swap. */
+		if ((seed & 31) == 1) {
+			near[e] ^= TCPBUF_NEAR_CROWDED;
+			count += tcpbuf_crowd_delta(seen, near[e]);
+			lost++;
+		}
+		if (near[e] != seen)
+			continue;	/* the swap fails: nothing applied */
+		near[e] = want;
+		count += tcpbuf_crowd_delta(seen, want);
+	}
+	bits = 0;
+	for (int e = 0; e < 64; e++)
+		bits += !!(near[e] & TCPBUF_NEAR_CROWDED);
+	test_log("crowd count: %ld after 100000 moves (%ld raced), %ld entries crowded", count,
+		 lost, bits);
+	EXPECT_EQ(count, bits);
+	EXPECT_GT(bits, 0);
+}
+
+/*
  * Crowded (issue 22), from the cases up: a 16 MiB limit (max 4096, pressure
  * 3072 pages by default) is crowded from 96 sockets (48 connections, a
  * quarter of pressure at 8 pages a socket) and stays so down to 48;
@@ -959,6 +1011,7 @@ int main(void)
 {
 	test_init();
 	check_crowded_cases();
+	check_crowd_count();
 	check_zones_cases();
 	check_verdict_cases();
 	check_state_cases(getenv("TEST_POLICY_PRINT") != NULL);
