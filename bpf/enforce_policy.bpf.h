@@ -234,7 +234,7 @@ __noinline int caps_walk(struct sock_charge *sc, __s64 unsent, __s64 rmem, __s64
 			bpf_loop(TCPBUF_MAX_DEPTH, caps_walk_level, &w, 0);
 		if (stale)
 			verdict_note(sc, w.c.epoch, TCPBUF_V_MASK, 0, w.found, 0);
-		tcpbuf_rcv_segment_floor(&w.c);
+		tcpbuf_rcv_segment_floor(&w.c, w.near);
 	}
 	*c = w.c;
 	return w.near != 0;

@@ -522,10 +522,7 @@ TCPBUF_POLICY void tcpbuf_caps_level(struct tcpbuf_caps *c, const struct cgroup_
  * the window stayed shut, so a drained reader waits seconds a segment.
  * The window is @ratio/256 of the free buffer (the kernel's scaling_ratio;
  * 128 where it has none), rounded up to the window scale while the buffer
- * is at least half free. At most 2 x @advmss, so the floors of a subtree that is not crowded add
- * up to less than its threshold (sockets x 128 KiB < T,
- * tcpbuf_crowded_next()); a crowded one's new connections have a 4 KiB
- * MSS. In KiB, rounded up.
+ * is at least half free. In KiB, rounded up; at most 2 x @advmss.
  */
 TCPBUF_POLICY __u16 tcpbuf_rcv_floor_kib(__u32 advmss, __u32 ratio)
 {
@@ -534,12 +531,21 @@ TCPBUF_POLICY __u16 tcpbuf_rcv_floor_kib(__u32 advmss, __u32 ratio)
 	return (__u16)(((__u64)advmss * 256 / r + 1023) / 1024);
 }
 
-/* At max the zero window stands; short of it, no cap below the floor. */
-TCPBUF_POLICY void tcpbuf_rcv_segment_floor(struct tcpbuf_caps *c)
+/*
+ * No cap short of max below the floor, unless a level is crowded (@near,
+ * the levels' cgroup_sockets.near or-ed). Why the floors cannot take a
+ * subtree past its threshold: while it is not crowded its sockets x 128 KiB
+ * (2 x the largest MSS) stay under it (tcpbuf_crowded_next()). A crowded
+ * one's sockets made before its small MSS could hold floors past max
+ * together, so there the caps stand as they are and the new connections'
+ * 4 KiB segments bound windows. At max the zero window stands.
+ */
+TCPBUF_POLICY void tcpbuf_rcv_segment_floor(struct tcpbuf_caps *c, __u32 near)
 {
 	__s64 floor = (__s64)c->rcv_floor_kib * 1024;
 
-	if (c->limited && c->state != TCPBUF_STATE_MAX && c->rcv < floor)
+	if (c->limited && c->state != TCPBUF_STATE_MAX && !(near & TCPBUF_NEAR_CROWDED) &&
+	    c->rcv < floor)
 		c->rcv = floor;
 }
 

@@ -427,27 +427,28 @@ static const struct floor_case {
 	__u32 state;
 	__s64 sockets, senders;
 	__u16 seg;
-	__u32 ratio;
+	__u32 ratio, near;	/* near: its cgroup_sockets.near (3: crowded) */
 	__s64 want_rcv;
 } floor_cases[] = {
 	/* 4 MiB, 32 sockets, drained: a share of 82,912 bytes holds a
 	 * segment at loopback's ratio, not at the default half */
-	{ "4 MiB, 32 sockets, normal, ratio 230", 512, 768, 1024, 100, N, 32, 32, 65483, 230,
+	{ "4 MiB, 32 sockets, normal, ratio 230", 512, 768, 1024, 100, N, 32, 32, 65483, 230, 1,
 	  82912 },
-	{ "4 MiB, 32 sockets, normal, ratio 128", 512, 768, 1024, 100, N, 32, 32, 65483, 128,
+	{ "4 MiB, 32 sockets, normal, ratio 128", 512, 768, 1024, 100, N, 32, 32, 65483, 128, 1,
 	  131072 },
 	/* in pressure, past the headroom to max (768 pages less the writers'
 	 * 256): nothing but the floor */
-	{ "4 MiB, 32 sockets, pressure", 512, 768, 1024, 800, P, 32, 32, 65483, 230, 73728 },
-	{ "at max the zero window stands", 512, 768, 1024, 1024, M, 32, 32, 65483, 230, 8192 },
-	/* a crowded cgroup's 4 KiB segments */
-	{ "crowded MSS, pressure", 2048, 3072, 4096, 3100, P, 1024, 1024, 4096, 200, 6144 },
-	{ "crowded MSS, normal", 2048, 3072, 4096, 2900, N, 1024, 1024, 4096, 200, 6144 },
+	{ "4 MiB, 32 sockets, pressure", 512, 768, 1024, 800, P, 32, 32, 65483, 230, 1, 73728 },
+	{ "at max the zero window stands", 512, 768, 1024, 1024, M, 32, 32, 65483, 230, 1, 8192 },
+	/* crowded: the caps stand (its sockets' floors could pass max) */
+	{ "crowded, pressure", 2048, 3072, 4096, 3100, P, 1024, 1024, 65483, 230, 3, 0 },
+	{ "crowded, normal", 2048, 3072, 4096, 2900, N, 1024, 1024, 4096, 200, 3, 687 },
 	/* a share above the floor is left as it is */
-	{ "16 MiB, 10 sockets, normal", 2048, 3072, 4096, 1000, N, 10, 0, 65483, 230, 1152837 },
+	{ "16 MiB, 10 sockets, normal", 2048, 3072, 4096, 1000, N, 10, 0, 65483, 230, 1,
+	  1152837 },
 	/* Ethernet's MSS, past the headroom; a ratio past the range */
-	{ "1448-byte MSS, pressure", 512, 768, 1024, 800, P, 32, 32, 1448, 250, 2048 },
-	{ "ratio 0 taken as half", 512, 768, 1024, 800, P, 32, 32, 65483, 0, 131072 },
+	{ "1448-byte MSS, pressure", 512, 768, 1024, 800, P, 32, 32, 1448, 250, 1, 2048 },
+	{ "ratio 0 taken as half", 512, 768, 1024, 800, P, 32, 32, 65483, 0, 1, 131072 },
 };
 
 static void check_floor_cases(void)
@@ -461,12 +462,12 @@ static void check_floor_cases(void)
 
 		c.rcv_floor_kib = tcpbuf_rcv_floor_kib(k->seg, k->ratio);
 		tcpbuf_caps_level(&c, &u, &s);
-		tcpbuf_rcv_segment_floor(&c);
+		tcpbuf_rcv_segment_floor(&c, k->near);
 		test_log("%s: rcv %lld (want %lld)", k->what, (long long)c.rcv,
 			 (long long)k->want_rcv);
 		EXPECT_EQ(c.rcv, k->want_rcv);
 		/* The window of the drained socket holds a segment. */
-		if (k->state != M)
+		if (k->state != M && !(k->near & TCPBUF_NEAR_CROWDED))
 			EXPECT_GE(c.rcv * (k->ratio < 128 ? 128 : k->ratio) / 256, (__s64)k->seg);
 	}
 	/* Without limits there is no cap to raise. */
@@ -474,7 +475,7 @@ static void check_floor_cases(void)
 		struct tcpbuf_caps c = TCPBUF_CAPS_NONE;
 
 		c.rcv_floor_kib = tcpbuf_rcv_floor_kib(65483, 230);
-		tcpbuf_rcv_segment_floor(&c);
+		tcpbuf_rcv_segment_floor(&c, 1);
 		EXPECT_EQ(c.rcv, NONE);
 		EXPECT_EQ(c.limited, false);
 	}
