@@ -11,7 +11,8 @@ LINEAR = 64                      # buckets of 16 ns below 1,024 ns
 BUCKETS = LINEAR + 22            # then one per power of two
 NAMES = ["recv_length", "send_length", "enforce_ingress", "sendmsg_sample",
          "(empty section)", "(empty, recv_length)", "enforce_sockops, established",
-         "destroy_sock", "enforce_sockops, segment", "enforce_sockops, state"]
+         "destroy_sock", "enforce_sockops, segment", "enforce_sockops, state",
+         "enforce_sockops, crowd"]
 
 
 def lo(i):

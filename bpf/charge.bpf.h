@@ -73,6 +73,32 @@ static __always_inline bool near_linked(void)
 	return ctl && ctl->near_linked;
 }
 
+/* Whether some cgroup is crowded (tcpbuf_crowd_delta()). */
+static __always_inline bool crowd_present(void)
+{
+	struct tcpbuf_enforce_ctl *ctl = enforce_ctl_get();
+
+	return ctl && ctl->crowded_cgroups;
+}
+
+/*
+ * Move @cs->near from @old to @new, if nobody moved it meanwhile; the count
+ * of crowded entries follows (tcpbuf_crowd_delta()). Every write of the
+ * field comes here.
+ */
+static __always_inline bool near_swap(struct cgroup_sockets *cs, __u32 old, __u32 new)
+{
+	struct tcpbuf_enforce_ctl *ctl;
+	int delta;
+
+	if (!__sync_bool_compare_and_swap(&cs->near, old, new))
+		return false;
+	delta = tcpbuf_crowd_delta(old, new);
+	if (delta && (ctl = enforce_ctl_get()))
+		__sync_fetch_and_add(&ctl->crowded_cgroups, delta);
+	return true;
+}
+
 /* The zones, states and their hysteresis are the policy's (tcpbuf_policy.h):
  * here they are read from the usage entry and applied. */
 
@@ -143,7 +169,7 @@ static __always_inline void near_guard_update(__u64 id, struct cgroup_usage *u, 
 	/* Plain stores: concurrent chargers that cross together decide the
 	 * same, and a second event only sweeps again. */
 	u->established.dormant = want;
-	u->established.near = !want;
+	near_swap(&u->established, u->established.near, !want);
 	ev = bpf_ringbuf_reserve(&enforce_events, sizeof(*ev), 0);
 	if (!ev)
 		return;

@@ -26,8 +26,9 @@ const volatile bool crowd_kern_ctx = false;
 
 struct crowd_walk {
 	struct cgroup *cg;
+	__u64 id;	/* the crowded level found */
 	bool crowded;
-	__u32 since;	/* crowd_ms of the crowded level found */
+	__u32 since;	/* its crowd_ms */
 };
 
 /* Probe reads, not plain loads: a request socket's listener comes from a
@@ -45,6 +46,7 @@ static long crowd_walk_level(__u64 i, void *ctx)
 	u = bpf_map_lookup_elem(&cgroup_usage, &id);
 	if (usage_limited(u) && (u->established.near & TCPBUF_NEAR_CROWDED)) {
 		w->crowded = true;
+		w->id = id;
 		w->since = u->established.crowd_ms;
 		return 1;
 	}
@@ -53,26 +55,28 @@ static long crowd_walk_level(__u64 i, void *ctx)
 }
 
 /* Whether @cg or one of its ancestors is a crowded limited cgroup; since
- * when, in *@since (if not NULL). */
-static __always_inline bool cgroup_crowded_since(struct cgroup *cg, __u32 *since)
+ * when, in *@since, and which, in *@id (if not NULL). */
+static __always_inline bool cgroup_crowded_since(struct cgroup *cg, __u32 *since, __u64 *id)
 {
 	struct crowd_walk w = { .cg = cg };
 	int levels;
 
-	/* Crowded is near too, so while no cgroup is near (nothing linked
-	 * for it) no connection walks its ancestry here. */
-	if (!cg || !near_linked())
+	/* While no cgroup is crowded (the host's count) no connection walks
+	 * its ancestry here. */
+	if (!cg || !crowd_present())
 		return false;
 	levels = BPF_CORE_READ(cg, level);
 	bpf_loop(levels < TCPBUF_WALK_LEVELS ? levels : TCPBUF_WALK_LEVELS, crowd_walk_level, &w, 0);
 	if (since)
 		*since = w.since;
+	if (id)
+		*id = w.id;
 	return w.crowded;
 }
 
 static __always_inline bool cgroup_crowded(struct cgroup *cg)
 {
-	return cgroup_crowded_since(cg, NULL);
+	return cgroup_crowded_since(cg, NULL, NULL);
 }
 
 /*
@@ -81,19 +85,28 @@ static __always_inline bool cgroup_crowded(struct cgroup *cg)
  * the change): dropped, so that the connection is made from its
  * retransmitted SYN (a second later) with the small first window, not
  * with the 64 KiB one a burst of connections would otherwise all get.
- * Past that time, or with the application's own MSS, SYNs pass.
+ * Past that time, or with the application's own MSS, SYNs pass. Each drop
+ * counts in the crowded cgroup's syn_drops: a connection that waited a
+ * second is seen there, as a refused segment is in failcnt.
  */
 #define TCPBUF_CROWD_SYN_MS	1000
 
 static __always_inline bool crowd_syn_refused(struct tcp_sock *tp)
 {
+	struct cgroup_usage *u;
 	__u32 since = 0, now;
+	__u64 id = 0;
 
 	if (!crowd_kern_ctx || tp->rx_opt.user_mss ||
-	    !cgroup_crowded_since(sk_cgroup((struct sock *)tp), &since))
+	    !cgroup_crowded_since(sk_cgroup((struct sock *)tp), &since, &id))
 		return false;
 	now = bpf_ktime_get_ns() / 1000000;
-	return now - since < TCPBUF_CROWD_SYN_MS;
+	if (now - since >= TCPBUF_CROWD_SYN_MS)
+		return false;
+	u = bpf_map_lookup_elem(&cgroup_usage, &id);
+	if (u)
+		__sync_fetch_and_add(&u->established.syn_drops, 1);
+	return true;
 }
 
 /*
@@ -132,7 +145,7 @@ static __always_inline void crowd_rwnd_init(struct bpf_sock_ops *skops)
 	struct tcp_sock *tp;
 	struct sock *req;
 
-	if (!near_linked())
+	if (!crowd_present())
 		return;
 	if (bsk && (tp = bpf_skc_to_tcp_sock(bsk))) {
 		cg = sk_cgroup((struct sock *)tp);

@@ -32,6 +32,7 @@
 #define TCPBUF_ENFORCE_POLICY_BPF_H
 
 #include "charge.bpf.h"
+#include <bpf/bpf_core_read.h>
 
 #define SOL_SOCKET	1
 #define SO_SNDBUF	7
@@ -233,9 +234,25 @@ __noinline int caps_walk(struct sock_charge *sc, __s64 unsent, __s64 rmem, __s64
 			bpf_loop(TCPBUF_MAX_DEPTH, caps_walk_level, &w, 0);
 		if (stale)
 			verdict_note(sc, w.c.epoch, TCPBUF_V_MASK, 0, w.found, 0);
+		tcpbuf_rcv_segment_floor(&w.c, w.near);
 	}
 	*c = w.c;
 	return w.near != 0;
+}
+
+/* tcp_sock.scaling_ratio (>= 6.7): what share of its free receive buffer,
+ * in 256ths, the socket advertises as its window. */
+struct tcp_sock___ratio {
+	__u8 scaling_ratio;
+} __attribute__((preserve_access_index));
+
+static __always_inline __u32 rcv_scaling_ratio(const struct tcp_sock *tp)
+{
+	const struct tcp_sock___ratio *t = (const void *)tp;
+
+	if (bpf_core_field_exists(t->scaling_ratio))
+		return t->scaling_ratio;
+	return 128;	/* tcp_adv_win_scale's default: half */
 }
 
 /* caps_walk() for the socket @sk (@tp), whose entry is @sc. */
@@ -243,6 +260,7 @@ static __always_inline bool caps_compute(struct sock *sk, const struct tcp_sock 
 					 struct sock_charge *sc, struct tcpbuf_caps *c)
 {
 	*c = TCPBUF_CAPS_NONE;
+	c->rcv_floor_kib = tcpbuf_rcv_floor_kib(tp->advmss, rcv_scaling_ratio(tp));
 	return caps_walk(sc, unsent_bytes(sk, tp), sk->sk_backlog.rmem_alloc.counter,
 			 tcpbuf_send_chunk(tp->max_window), c);
 }
@@ -305,7 +323,7 @@ static __always_inline __u32 near_update(__u64 id, struct cgroup_usage *u)
 	new = near_decide(u);
 	if (new == old)
 		return new;
-	if (!__sync_bool_compare_and_swap(&cs->near, old, new))
+	if (!near_swap(cs, old, new))
 		return cs->near;	/* a concurrent count decided */
 	/* When it turned crowded: the SYN drop waits for the listeners'
 	 * pass that long at most (crowd_syn_refused()). */

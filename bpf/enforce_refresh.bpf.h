@@ -34,7 +34,7 @@ static long limits_refresh_one(struct bpf_map *map, __u64 *key, struct cgroup_us
 	if (!l)
 		cs->dormant = 0;
 	if (new != old)
-		__sync_bool_compare_and_swap(&cs->near, old, new);
+		near_swap(cs, old, new);
 	return 0;
 }
 

@@ -176,8 +176,11 @@ int enforce_sockops(struct bpf_sock_ops *skops)
 {
 	int ret;
 
-	if (skops->op == BPF_SOCK_OPS_RWND_INIT || skops->op == BPF_SOCK_OPS_TCP_LISTEN_CB)
+	if (skops->op == BPF_SOCK_OPS_RWND_INIT || skops->op == BPF_SOCK_OPS_TCP_LISTEN_CB) {
+		TIMEHIST_START_SLOT();
 		sockops_crowd(skops);
+		TIMEHIST_END_SLOT(TH_SOCKOPS_CROWD);
+	}
 	TIMEHIST_START_SLOT();
 	ret = sockops_run(skops);
 	if (skops->op == BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB ||

@@ -25,6 +25,7 @@ enum timehist_prog {
 	TH_DESTROY_SOCK,
 	TH_SOCKOPS_SEGMENT,	/* enforce_sockops at a segment (armed sockets) */
 	TH_SOCKOPS_STATE,	/* enforce_sockops at a state change (the close) */
+	TH_SOCKOPS_CROWD,	/* its crowd part (RWND_INIT, a listen) */
 	TH_PROGS,
 };
 

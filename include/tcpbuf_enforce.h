@@ -25,6 +25,11 @@ struct tcpbuf_enforce_ctl {
 	 * its ancestors it charges) can change only with the limits, and
 	 * renewing it costs a cgroup walk per socket. */
 	__u32 limits_epoch;
+	/* Usage entries with the crowded bit (cgroup_sockets.near), kept by
+	 * the compare-and-swap that moves the bit (near_swap()): the
+	 * crowded first window's walk is skipped while it is 0. */
+	__u32 crowded_cgroups;
+	__u32 pad;
 };
 
 /* Map "sweep_targets" (hash, key: cgroup id; the daemon's, not pinned): the

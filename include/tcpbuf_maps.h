@@ -12,7 +12,7 @@
 #include <linux/types.h>
 #endif
 
-#define TCPBUF_LAYOUT_VERSION	17
+#define TCPBUF_LAYOUT_VERSION	18
 
 /*
  * A socket charges its own cgroup and its limited ancestors, however far
@@ -71,7 +71,8 @@ struct cgroup_sockets {
 	__u32 near;	/* bit 0 near (tcpbuf_near_next()), bit 1 crowded (tcpbuf_crowded_next()) */
 	__u32 dormant;	/* near by its sockets, but under its guard (tcpbuf_near_guard()) */
 	__u32 crowd_ms;	/* when it last turned crowded (CLOCK_MONOTONIC, ms, wraps) */
-	__u32 pad;
+	__u32 syn_drops;	/* SYNs its listeners' ingress dropped while it was newly
+				 * crowded (enforce_crowd.bpf.h) */
 };
 
 /*

@@ -338,6 +338,21 @@ TCPBUF_POLICY bool tcpbuf_crowded_next(bool crowded, __s64 sockets, __u64 pressu
 /* cgroup_sockets.near: bit 0 near (tcpbuf_near_next()), bit 1 crowded. */
 #define TCPBUF_NEAR_CROWDED	2
 
+/*
+ * What a move of one entry's cgroup_sockets.near from @old to @new does to
+ * the host's count of crowded entries (tcpbuf_enforce_ctl.crowded_cgroups):
+ * +1, -1 or 0. Applied only by the writer whose compare-and-swap made the
+ * move, every writer of the field going through it, so the count is the
+ * number of entries with the bit: each entry's moves alternate set and
+ * clear, from 0 when the entry is made. An entry of a removed cgroup
+ * deleted while crowded leaves the count one over, which only keeps a walk
+ * that finds nothing.
+ */
+TCPBUF_POLICY int tcpbuf_crowd_delta(__u32 old, __u32 new)
+{
+	return (int)!!(new & TCPBUF_NEAR_CROWDED) - (int)!!(old & TCPBUF_NEAR_CROWDED);
+}
+
 TCPBUF_POLICY __u32 tcpbuf_near_crowded_next(__u32 flags, __s64 sockets, __u64 bound_pages,
 					     __u64 pressure_pages, __u64 max_pages)
 {
@@ -420,6 +435,7 @@ struct tcpbuf_caps {
 	__u8 state;	/* strictest state among the limited ancestors (8 bits, so
 			 * that epoch fits in the walk's frame as it was) */
 	bool limited;	/* some ancestor has limits */
+	__u16 rcv_floor_kib;	/* tcpbuf_rcv_floor_kib() of the socket */
 	__u32 epoch;	/* the host's epoch when the walk began: its verdict's */
 };
 
@@ -495,6 +511,42 @@ TCPBUF_POLICY void tcpbuf_caps_level(struct tcpbuf_caps *c, const struct cgroup_
 	}
 	c->snd = tcpbuf_min_s64(c->snd, snd);
 	c->rcv = tcpbuf_min_s64(c->rcv, rcv);
+}
+
+/*
+ * The least receive cap short of max, once every level has had its say
+ * (tcpbuf_rcv_segment_floor()): a window of one full segment of the peer,
+ * whose MSS ours (@advmss) bounds. Linux sends no segment that does not fit
+ * the window whole: under a smaller window a sender moves data only by
+ * zero-window probes, one per retransmission timeout and backed off while
+ * the window stayed shut, so a drained reader waits seconds a segment.
+ * The window is @ratio/256 of the free buffer (the kernel's scaling_ratio;
+ * 128 where it has none), rounded up to the window scale while the buffer
+ * is at least half free. In KiB, rounded up; at most 2 x @advmss.
+ */
+TCPBUF_POLICY __u16 tcpbuf_rcv_floor_kib(__u32 advmss, __u32 ratio)
+{
+	__u64 r = ratio < 128 ? 128 : ratio > 256 ? 256 : ratio;
+
+	return (__u16)(((__u64)advmss * 256 / r + 1023) / 1024);
+}
+
+/*
+ * No cap short of max below the floor, unless a level is crowded (@near,
+ * the levels' cgroup_sockets.near or-ed). Why the floors cannot take a
+ * subtree past its threshold: while it is not crowded its sockets x 128 KiB
+ * (2 x the largest MSS) stay under it (tcpbuf_crowded_next()). A crowded
+ * one's sockets made before its small MSS could hold floors past max
+ * together, so there the caps stand as they are and the new connections'
+ * 4 KiB segments bound windows. At max the zero window stands.
+ */
+TCPBUF_POLICY void tcpbuf_rcv_segment_floor(struct tcpbuf_caps *c, __u32 near)
+{
+	__s64 floor = (__s64)c->rcv_floor_kib * 1024;
+
+	if (c->limited && c->state != TCPBUF_STATE_MAX && !(near & TCPBUF_NEAR_CROWDED) &&
+	    c->rcv < floor)
+		c->rcv = floor;
 }
 
 /* ------------------------------------------------------- buffer targets */

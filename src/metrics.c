@@ -17,7 +17,7 @@
 #define PAGE_BYTES 4096ULL
 
 enum value_kind { V_USAGE, V_PEAK, V_SOCKETS, V_LIMIT, V_MIN, V_PRESSURE, V_MAX, V_FAILCNT,
-		  V_PRESSURE_EVENTS, V_SOCK_THROTTLED, V_UNACCOUNTED };
+		  V_SYN_DROPS, V_PRESSURE_EVENTS, V_SOCK_THROTTLED, V_UNACCOUNTED };
 
 static const struct metric {
 	const char *name, *type, *help;
@@ -44,6 +44,9 @@ static const struct metric {
 	  "Usage the cgroup may not pass (absent: not set).", V_MAX },
 	{ "tcpbufd_cgroup_failcnt_total", "counter",
 	  "Segments refused because the cgroup was at its max.", V_FAILCNT },
+	{ "tcpbufd_cgroup_syn_drops_total", "counter",
+	  "SYNs its listeners refused while the cgroup had just become crowded, before their "
+	  "small MSS was set (the client retries a second later).", V_SYN_DROPS },
 	{ "tcpbufd_cgroup_pressure_events_total", "counter",
 	  "Times the cgroup entered pressure.", V_PRESSURE_EVENTS },
 	{ "tcpbufd_cgroup_sock_throttled_total", "counter",
@@ -139,6 +142,7 @@ static bool row_value(const struct status_row *r, enum value_kind kind, unsigned
 	case V_SOCKETS:	 *v = nonneg(r->usage.sockets); return true;
 	case V_UNACCOUNTED: *v = r->usage.unaccounted_sockets; return true;
 	case V_FAILCNT:	 *v = r->usage.failcnt; return true;
+	case V_SYN_DROPS: *v = r->usage.established.syn_drops; return true;
 	case V_PRESSURE_EVENTS: *v = r->usage.pressure_events; return true;
 	case V_SOCK_THROTTLED: *v = (unsigned long long)r->sock_throttled; return r->sock_throttled >= 0;
 	case V_LIMIT:	 pages = l->limit_pages; break;

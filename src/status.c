@@ -223,9 +223,10 @@ void status_print_json(FILE *f, const struct status_rows *rows, const char *mode
 			fprintf(f, ", \"source\": \"%s\"", limit_source_name(r->source));
 		else
 			fputs(", \"source\": null", f);
-		fprintf(f, ", \"state\": \"%s\", \"failcnt\": %llu, \"pressure_events\": %llu",
+		fprintf(f, ", \"state\": \"%s\", \"failcnt\": %llu, \"syn_drops\": %u"
+			   ", \"pressure_events\": %llu",
 			tcpbuf_state_name(r->usage.state), (unsigned long long)r->usage.failcnt,
-			(unsigned long long)r->usage.pressure_events);
+			r->usage.established.syn_drops, (unsigned long long)r->usage.pressure_events);
 		/* The kernel's own count of its throttling, beside failcnt. */
 		if (r->sock_throttled >= 0)
 			fprintf(f, ", \"sock_throttled\": %lld}", (long long)r->sock_throttled);

@@ -412,6 +412,75 @@ static void check_state_cases(bool print)
 	}
 }
 
+/*
+ * The receive floor of one segment (tcpbuf_rcv_segment_floor()), after the
+ * levels' caps: a cgroup (min, pressure, max in pages) in a state, its
+ * usage, sockets and writers, one socket of it with nothing received, an
+ * advertised MSS `seg` and a scaling ratio (256ths of the buffer its window
+ * is); its receive cap, and whether a peer whose MSS is that segment can
+ * then send a full one into the window that cap gives.
+ */
+static const struct floor_case {
+	const char *what;
+	__u64 min, pressure, max;
+	__s64 used;
+	__u32 state;
+	__s64 sockets, senders;
+	__u16 seg;
+	__u32 ratio, near;	/* near: its cgroup_sockets.near (3: crowded) */
+	__s64 want_rcv;
+} floor_cases[] = {
+	/* 4 MiB, 32 sockets, drained: a share of 82,912 bytes holds a
+	 * segment at loopback's ratio, not at the default half */
+	{ "4 MiB, 32 sockets, normal, ratio 230", 512, 768, 1024, 100, N, 32, 32, 65483, 230, 1,
+	  82912 },
+	{ "4 MiB, 32 sockets, normal, ratio 128", 512, 768, 1024, 100, N, 32, 32, 65483, 128, 1,
+	  131072 },
+	/* in pressure, past the headroom to max (768 pages less the writers'
+	 * 256): nothing but the floor */
+	{ "4 MiB, 32 sockets, pressure", 512, 768, 1024, 800, P, 32, 32, 65483, 230, 1, 73728 },
+	{ "at max the zero window stands", 512, 768, 1024, 1024, M, 32, 32, 65483, 230, 1, 8192 },
+	/* crowded: the caps stand (its sockets' floors could pass max) */
+	{ "crowded, pressure", 2048, 3072, 4096, 3100, P, 1024, 1024, 65483, 230, 3, 0 },
+	{ "crowded, normal", 2048, 3072, 4096, 2900, N, 1024, 1024, 4096, 200, 3, 687 },
+	/* a share above the floor is left as it is */
+	{ "16 MiB, 10 sockets, normal", 2048, 3072, 4096, 1000, N, 10, 0, 65483, 230, 1,
+	  1152837 },
+	/* Ethernet's MSS, past the headroom; a ratio past the range */
+	{ "1448-byte MSS, pressure", 512, 768, 1024, 800, P, 32, 32, 1448, 250, 1, 2048 },
+	{ "ratio 0 taken as half", 512, 768, 1024, 800, P, 32, 32, 65483, 0, 1, 131072 },
+};
+
+static void check_floor_cases(void)
+{
+	for (size_t i = 0; i < sizeof(floor_cases) / sizeof(floor_cases[0]); i++) {
+		const struct floor_case *k = &floor_cases[i];
+		struct cgroup_usage u = usage_of(k->min, k->pressure, k->max, k->used, k->state,
+						 k->sockets, k->senders);
+		struct tcpbuf_caps c = TCPBUF_CAPS_NONE;
+		struct tcpbuf_sock_view s = view_of(0, 0, ref_send_chunk(1 << 20));
+
+		c.rcv_floor_kib = tcpbuf_rcv_floor_kib(k->seg, k->ratio);
+		tcpbuf_caps_level(&c, &u, &s);
+		tcpbuf_rcv_segment_floor(&c, k->near);
+		test_log("%s: rcv %lld (want %lld)", k->what, (long long)c.rcv,
+			 (long long)k->want_rcv);
+		EXPECT_EQ(c.rcv, k->want_rcv);
+		/* The window of the drained socket holds a segment. */
+		if (k->state != M && !(k->near & TCPBUF_NEAR_CROWDED))
+			EXPECT_GE(c.rcv * (k->ratio < 128 ? 128 : k->ratio) / 256, (__s64)k->seg);
+	}
+	/* Without limits there is no cap to raise. */
+	{
+		struct tcpbuf_caps c = TCPBUF_CAPS_NONE;
+
+		c.rcv_floor_kib = tcpbuf_rcv_floor_kib(65483, 230);
+		tcpbuf_rcv_segment_floor(&c, 1);
+		EXPECT_EQ(c.rcv, NONE);
+		EXPECT_EQ(c.limited, false);
+	}
+}
+
 /* The zones of a few maxes, each line by name. */
 static const struct zones_case {
 	__s64 max;
@@ -771,7 +840,7 @@ static void sweep_buffers(void)
 	for (__u32 st = 0; st <= 2; st++) {
 		struct ref_sock sk = { .sndbuf = sizes[a], .rcvbuf = sizes[a], .wmem_queued = sizes[b] };
 		struct ref_caps rc = { caps[k], caps[k], 0, st, flags & 1 };
-		struct tcpbuf_caps c = { caps[k], caps[k], 0, st, flags & 1, 0 };
+		struct tcpbuf_caps c = { caps[k], caps[k], 0, st, flags & 1, 0, 0 };
 
 		sk.se.flags = (flags & 2 ? TCPBUF_SE_SNDBUF_SET | TCPBUF_SE_RCVBUF_SET : 0);
 		sk.se.user_locks = flags & 4 ? TCPBUF_SNDBUF_LOCK | TCPBUF_RCVBUF_LOCK : 0;
@@ -836,6 +905,58 @@ static void sweep_rest(void)
 }
 
 /*
+ * The host's count of crowded entries (tcpbuf_crowd_delta()): each move of
+ * an entry's near word, and then a day of moves on 64 entries driven by
+ * the socket counts tcpbuf_near_crowded_next() decides on, by the three
+ * writers a compare-and-swap each (count, limits refresh, dormancy), some of
+ * which lose to a concurrent one and apply nothing: the count stays the
+ * number of entries with the bit.
+ */
+static void check_crowd_count(void)
+{
+	static const struct { __u32 old, new; int want; } moves[] = {
+		{ 0, 1, 0 }, { 1, 3, 1 }, { 0, 3, 1 }, { 3, 1, -1 }, { 3, 0, -1 },
+		{ 1, 0, 0 }, { 3, 3, 0 }, { 2, 0, -1 }, { 1, 1, 0 },
+	};
+	__u32 near[64] = { 0 };
+	long count = 0, bits, lost = 0;
+	unsigned seed = 22;
+
+	for (size_t i = 0; i < sizeof(moves) / sizeof(moves[0]); i++)
+		EXPECT_EQ(tcpbuf_crowd_delta(moves[i].old, moves[i].new), moves[i].want);
+	for (int step = 0; step < 100000; step++) {
+		int e = (seed = seed * 1103515245 + 12345) >> 16 & 63;
+		int writer = (seed >> 8) % 3;
+		__u32 seen = near[e], want;
+		__s64 sockets = (seed >> 4) % 160;
+
+		if (writer == 2)	/* dormancy: near or not, crowded lost */
+			want = !(seen & 1);
+		else if (writer == 1 && (seed & 7) == 0)	/* limits gone */
+			want = 0;
+		else
+			want = tcpbuf_near_crowded_next(seen, sockets, 2624, 3072, 4096);
+		/* A concurrent writer moved it between the read and the swap. */
+		if ((seed & 31) == 1) {
+			near[e] ^= TCPBUF_NEAR_CROWDED;
+			count += tcpbuf_crowd_delta(seen, near[e]);
+			lost++;
+		}
+		if (near[e] != seen)
+			continue;	/* the swap fails: nothing applied */
+		near[e] = want;
+		count += tcpbuf_crowd_delta(seen, want);
+	}
+	bits = 0;
+	for (int e = 0; e < 64; e++)
+		bits += !!(near[e] & TCPBUF_NEAR_CROWDED);
+	test_log("crowd count: %ld after 100000 moves (%ld raced), %ld entries crowded", count,
+		 lost, bits);
+	EXPECT_EQ(count, bits);
+	EXPECT_GT(bits, 0);
+}
+
+/*
  * Crowded (issue 22), from the cases up: a 16 MiB limit (max 4096, pressure
  * 3072 pages by default) is crowded from 96 sockets (48 connections, a
  * quarter of pressure at 8 pages a socket) and stays so down to 48;
@@ -891,9 +1012,11 @@ int main(void)
 {
 	test_init();
 	check_crowded_cases();
+	check_crowd_count();
 	check_zones_cases();
 	check_verdict_cases();
 	check_state_cases(getenv("TEST_POLICY_PRINT") != NULL);
+	check_floor_cases();
 	check_zones_order();
 	check_guard_cases();
 	sweep_states();
