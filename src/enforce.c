@@ -109,7 +109,7 @@ static int near_and_sweep(struct enforcer *e, const struct cgroup_tree *tree, co
 	}
 	if (!on)
 		err = near_links(e, false) ?: err;
-	return err;
+	return ingress_sync(e) ?: err;
 }
 
 int enforce_set_limited(struct enforcer *e, const struct enforce_cgroup *cgs, size_t n,

@@ -21,6 +21,7 @@
 #include "demand.h"
 #include "log.h"
 #include "enforcer.h"
+#include "tcpbuf_policy.h"
 
 static int link_path(const struct enforcer *e, char *buf, size_t len, const char *name)
 {
@@ -296,12 +297,31 @@ static int ingress_attach(struct enforcer *e, const struct enforce_cgroup *cg)
 	return 0;
 }
 
+/*
+ * Whether some limited cgroup turns near at its first socket
+ * (tcpbuf_near_next()). Its ingress is linked from its limit on: a burst of
+ * connections into it then meets ingress (the SYN drop while it turns
+ * crowded) at once, not once the daemon has answered that first socket.
+ * Ingress runs only for limited subtrees, so it costs nothing meanwhile.
+ */
+static bool near_at_first_socket(const struct enforcer *e)
+{
+	for (size_t i = 0; i < e->n_limits; i++) {
+		const struct cgroup_limits *l = &e->limits[i].l;
+
+		if (l->max_pages && tcpbuf_near_next(0, 1, e->skel->rodata->sock_bound_pages,
+						     l->pressure_pages, l->max_pages))
+			return true;
+	}
+	return false;
+}
+
 /* Ingress links at every topmost limited cgroup while some cgroup is near
- * (near_links()) or a socket was held without any entry (lost_seen), at
- * none otherwise. */
+ * (near_links()) or would be at its first socket, or a socket was held
+ * without any entry (lost_seen), at none otherwise. */
 int ingress_sync(struct enforcer *e)
 {
-	bool on = e->near == 1 || e->lost_seen;
+	bool on = e->near == 1 || e->lost_seen || near_at_first_socket(e);
 	int err = 0;
 
 	for (size_t i = 0; i < e->n_ingress;) {
