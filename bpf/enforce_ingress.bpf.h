@@ -305,7 +305,7 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 	 * sound). The next sample of the socket corrects this to what TCP
 	 * really queued. */
 	if (accounting_mode == TCPBUF_MODE_SAMPLED && tcp_would_queue(sk, tp, seq))
-		sample_charge_to(sc, with, SAMPLE_LAZY);
+		sample_charge_guarded(sc, with, SAMPLE_LAZY);
 	return 1;
 }
 

@@ -337,6 +337,9 @@ TCPBUF_POLICY bool tcpbuf_crowded_next(bool crowded, __s64 sockets, __u64 pressu
 
 /* cgroup_sockets.near: bit 0 near (tcpbuf_near_next()), bit 1 crowded. */
 #define TCPBUF_NEAR_CROWDED	2
+/* In a walk's answer only, never in cgroup_sockets.near: a limited level
+ * is dormant (tcpbuf_near_guard()). */
+#define TCPBUF_NEAR_DORMANT	4
 
 /*
  * What a move of one entry's cgroup_sockets.near from @old to @new does to

@@ -78,6 +78,9 @@ int on_event(void *ctx, void *data, size_t len)
 	if (ev->kind == TCPBUF_EVENT_NEAR) {
 		if ((ev->old_state ^ ev->new_state) & TCPBUF_NEAR_CROWDED)
 			e->crowd_seen = true;
+		/* Dormant (sampled mode): the samplers follow its sockets,
+		 * which are not armed: links, and a sweep that marks the
+		 * others followed, as near. */
 		if (!ev->new_state) {
 			e->far_seen = true;
 			return 0;

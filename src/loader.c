@@ -220,16 +220,17 @@ static struct bpf_object_open_opts open_opts(struct tcpbuf_bpf *bpf)
 
 /* An iterator gives a socket its per-segment callbacks back through
  * bpf_setsockopt(TCP_BPF_SOCK_OPS_CB_FLAGS) from 6.11 on; before, a cgroup
- * leaving dormancy could not arm the sockets it has. Exact mode only: a
- * sampled dormant socket is not sampled until the next reconcile. */
+ * leaving dormancy could not arm the sockets it has. Both modes: sampled
+ * mode's samplers follow a dormant cgroup's sockets (TCPBUF_SE_FOLLOWED). */
 unsigned loader_guard_growth(enum tcpbuf_mode mode)
 {
 	struct utsname u;
 	int major = 0, minor = 0;
 
+	(void)mode;
 	if (uname(&u) || sscanf(u.release, "%d.%d", &major, &minor) != 2)
 		return 0;
-	if (mode != TCPBUF_MODE_EXACT || getenv("TCPBUF_NO_DORMANT"))
+	if (getenv("TCPBUF_NO_DORMANT"))
 		return 0;
 	return major > 6 || (major == 6 && minor >= 11) ? TCPBUF_GUARD_GROWTH_PAGES : 0;
 }
@@ -288,6 +289,8 @@ static int load_sampled(struct tcpbuf_bpf *bpf)
 	skel = account_sampled__open_opts(&o);
 	if (!skel)
 		return -errno;
+	skel->rodata->near_guard_growth = loader_guard_growth(TCPBUF_MODE_SAMPLED);
+	skel->rodata->near_guard_followed = 1;
 	disable_missing_tracepoints(skel->obj);
 	err = tables_fit(skel->obj, bpf->pin_path);
 	if (!err)
