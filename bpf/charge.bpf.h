@@ -673,6 +673,9 @@ static __always_inline __s64 sample_target(const struct sock_charge *sc, __s64 b
 {
 	bool exact = kind == SAMPLE_EXACT;
 
+	if (!exact && (sc->enforce.flags & TCPBUF_SE_FOLLOWED) &&
+	    tcpbuf_follow_waits(before, target))
+		return before;
 	return tcpbuf_sample_target(before, target, exact,
 				    tcpbuf_sample_may_wait(before, target, exact) &&
 				    sample_settled(sc));

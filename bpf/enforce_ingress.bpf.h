@@ -275,8 +275,10 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 			__sync_val_compare_and_swap(&sc->verdict.word, v.word, nv.word);
 	}
 	/* Nothing to refuse and nothing to charge: the common case of
-	 * request/response traffic, a few lookups. */
-	if (!near_max && uncharged <= 0)
+	 * request/response traffic, a few lookups; and a followed socket's
+	 * segment within its step (tcpbuf_follow_waits()). */
+	if (!near_max && (uncharged <= 0 || ((sc->enforce.flags & TCPBUF_SE_FOLLOWED) &&
+					     tcpbuf_follow_waits(sc->charged_pages, with))))
 		return 1;
 	len = tcp_payload_len(skb, &seq);
 	if (len <= 0)

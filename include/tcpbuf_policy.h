@@ -742,6 +742,25 @@ TCPBUF_POLICY __s64 tcpbuf_sample_target(__s64 before, __s64 target, bool exact,
 	return target < keep ? keep : target;
 }
 
+/*
+ * A followed socket (a dormant cgroup's, sampled mode: TCPBUF_SE_FOLLOWED)
+ * has its charge moved by a syscall's or a segment's sample only by a step
+ * of TCPBUF_FOLLOW_STEP_PAGES or more, either way, so that most samples of
+ * a stream write nothing. Its cgroup's usage is then off by less than a
+ * step per such socket, inside the guard's TCPBUF_GUARD_GROWTH_PAGES each;
+ * the reconcile and the sweep set it exactly. A socket charged nothing, or
+ * holding nothing, is charged at once (it is counted in `sockets`).
+ */
+#define TCPBUF_FOLLOW_STEP_PAGES	32
+
+TCPBUF_POLICY bool tcpbuf_follow_waits(__s64 before, __s64 target)
+{
+	__s64 d = target - before;
+
+	return before > 0 && target > 0 && d > -TCPBUF_FOLLOW_STEP_PAGES &&
+	       d < TCPBUF_FOLLOW_STEP_PAGES;
+}
+
 /* ------------------------------------------------------------ the rest */
 
 /* Whether a cgroup whose unaccounted_sockets just rose to @now tells the

@@ -685,8 +685,29 @@ static const struct dormant_case {
 	{ false, 0, 0, false },
 };
 
+/* A followed socket's sample: whether it leaves the charge where it is. */
+static const struct follow_case {
+	__s64 before, target;
+	bool waits;
+} follow_cases[] = {
+	{ 100, 100, true },
+	{ 100, 131, true },	/* growth under a step */
+	{ 100, 132, false },	/* a step */
+	{ 100, 69, true },	/* shrink under a step */
+	{ 100, 68, false },
+	{ 0, 5, false },	/* first pages: counted at once */
+	{ 5, 0, false },	/* holds nothing: uncharged at once */
+	{ 1, 1, true },
+	{ -1, 3, false },
+};
+
 static void check_guard_cases(void)
 {
+	for (size_t i = 0; i < sizeof(follow_cases) / sizeof(follow_cases[0]); i++) {
+		const struct follow_case *k = &follow_cases[i];
+
+		EXPECT_EQ(tcpbuf_follow_waits(k->before, k->target), k->waits);
+	}
 	for (size_t i = 0; i < sizeof(guard_cases) / sizeof(guard_cases[0]); i++) {
 		const struct guard_case *k = &guard_cases[i];
 		__s64 g = tcpbuf_near_guard(k->pressure, k->max, k->sockets, k->growth);
