@@ -146,6 +146,9 @@ const volatile __u32 near_guard_growth = 0;
  * sockets are followed by them (TCPBUF_SE_FOLLOWED), linked by the daemon
  * while some cgroup is dormant or near (near_update() tells it). */
 const volatile __u32 near_guard_followed = 0;
+/* Sampled mode: a followed socket's largest sk_sndbuf, in pages
+ * (tcpbuf_near_guard_writers()). */
+const volatile __u32 near_guard_writer_pages = 0;
 
 /* Whether a cgroup near by its sockets' reach is dormant (@dormant before)
  * at @usage with @sockets and its thresholds (never with no growth). */
@@ -155,8 +158,11 @@ static __always_inline bool near_dormant_next(__u32 dormant, __s64 usage, __u64 
 	if (!near_guard_growth)
 		return false;
 	return tcpbuf_dormant_next(dormant, usage,
-				   tcpbuf_near_guard(pressure_pages, max_pages, sockets,
-						     near_guard_growth));
+				   tcpbuf_near_guard_writers(tcpbuf_near_guard(pressure_pages, max_pages,
+									       sockets,
+									       near_guard_growth),
+							     pressure_pages, max_pages, sockets,
+							     near_guard_writer_pages));
 }
 
 /*

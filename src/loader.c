@@ -235,6 +235,28 @@ unsigned loader_guard_growth(enum tcpbuf_mode mode)
 	return major > 6 || (major == 6 && minor >= 11) ? TCPBUF_GUARD_GROWTH_PAGES : 0;
 }
 
+/* A followed socket's largest sk_sndbuf in pages (sampled mode; 0 in exact
+ * mode): what SO_SNDBUF and autotuning reach, the smaller. */
+unsigned loader_guard_writer_pages(enum tcpbuf_mode mode)
+{
+	long wmem_max = 212992, wmem[3] = { 4096, 16384, 4 << 20 };
+	FILE *f;
+
+	if (mode != TCPBUF_MODE_SAMPLED)
+		return 0;
+	if ((f = fopen("/proc/sys/net/core/wmem_max", "re"))) {
+		if (fscanf(f, "%ld", &wmem_max) != 1)
+			wmem_max = 212992;
+		fclose(f);
+	}
+	if ((f = fopen("/proc/sys/net/ipv4/tcp_wmem", "re"))) {
+		if (fscanf(f, "%ld %ld %ld", &wmem[0], &wmem[1], &wmem[2]) != 3)
+			wmem[2] = 4 << 20;
+		fclose(f);
+	}
+	return (unsigned)((wmem[2] < 2 * wmem_max ? wmem[2] : 2 * wmem_max) >> 12);
+}
+
 static int load_exact(struct tcpbuf_bpf *bpf)
 {
 	struct bpf_object_open_opts o = open_opts(bpf);
@@ -291,6 +313,7 @@ static int load_sampled(struct tcpbuf_bpf *bpf)
 		return -errno;
 	skel->rodata->near_guard_growth = loader_guard_growth(TCPBUF_MODE_SAMPLED);
 	skel->rodata->near_guard_followed = 1;
+	skel->rodata->near_guard_writer_pages = loader_guard_writer_pages(TCPBUF_MODE_SAMPLED);
 	disable_missing_tracepoints(skel->obj);
 	err = tables_fit(skel->obj, bpf->pin_path);
 	if (!err)

@@ -701,8 +701,31 @@ static const struct follow_case {
 	{ -1, 3, false },
 };
 
+/* Sampled mode's guard under the followed sockets' queues (pages). */
+static const struct writers_case {
+	__s64 guard;
+	__u64 pressure, max;
+	__s64 sockets;
+	__u64 writer;
+	__s64 want;
+} writers_cases[] = {
+	{ 2560, 3072, 4096, 2, 1024, 2048 },	/* 16 MiB, one connection: 8 MiB */
+	{ 2304, 3072, 4096, 3, 1024, 1024 },
+	{ 1024, 3072, 4096, 8, 1024, 0 },	/* four connections: never dormant */
+	{ 2560, 3072, 4096, 2, 0, 2560 },	/* exact mode: as it is */
+	{ 2560, 3072, 0, 2, 1024, 1024 },	/* pressure alone */
+	{ 100, 3072, 4096, 1, 1024, 100 },	/* the guard is lower already */
+	{ 3072, 3072, 4096, 0, 1024, 3072 },	/* no socket yet */
+};
+
 static void check_guard_cases(void)
 {
+	for (size_t i = 0; i < sizeof(writers_cases) / sizeof(writers_cases[0]); i++) {
+		const struct writers_case *k = &writers_cases[i];
+
+		EXPECT_EQ(tcpbuf_near_guard_writers(k->guard, k->pressure, k->max, k->sockets,
+						    k->writer), k->want);
+	}
 	for (size_t i = 0; i < sizeof(follow_cases) / sizeof(follow_cases[0]); i++) {
 		const struct follow_case *k = &follow_cases[i];
 
