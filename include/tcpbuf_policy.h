@@ -306,19 +306,28 @@ TCPBUF_POLICY bool tcpbuf_dormant_next(bool dormant, __s64 usage_pages, __s64 gu
 
 /*
  * Sampled mode's guard is lower still: a followed socket is not capped, so
- * between the charge that reaches the guard and the sweep that arms them
- * each of @sockets may queue up to @writer_pages (its largest sk_sndbuf) at
- * once; those queues must fit between the guard and max (the threshold
- * without one), where ingress refuses the receive side. @writer_pages 0:
- * @guard as it is (exact mode sees charges as they come).
+ * between the charge that reaches the guard (or the socket whose count
+ * turns the cgroup near) and the sweep that arms them each of @sockets may
+ * queue up to @writer_pages (its largest sk_sndbuf) at once. Those queues
+ * must fit between the guard and max (the threshold without one), where
+ * ingress refuses the receive side; and only one connection's pair is
+ * followed (TCPBUF_FOLLOW_SOCKETS), since sockets counted later are capped
+ * from shares that cannot see the followed ones' queues coming.
+ * @writer_pages 0: @guard as it is (exact mode sees charges as they come).
  */
+#define TCPBUF_FOLLOW_SOCKETS	2
+
 TCPBUF_POLICY __s64 tcpbuf_near_guard_writers(__s64 guard, __u64 pressure_pages, __u64 max_pages,
 					      __s64 sockets, __u64 writer_pages)
 {
 	__s64 top = (__s64)(max_pages ? max_pages : pressure_pages);
 	__s64 room = top - (sockets > 0 ? sockets : 0) * (__s64)writer_pages;
 
-	if (!writer_pages || guard <= room)
+	if (!writer_pages)
+		return guard;
+	if (sockets > TCPBUF_FOLLOW_SOCKETS)
+		return 0;
+	if (guard <= room)
 		return guard;
 	return room > 0 ? room : 0;
 }

@@ -710,7 +710,8 @@ static const struct writers_case {
 	__s64 want;
 } writers_cases[] = {
 	{ 2560, 3072, 4096, 2, 1024, 2048 },	/* 16 MiB, one connection: 8 MiB */
-	{ 2304, 3072, 4096, 3, 1024, 1024 },
+	{ 2304, 3072, 4096, 3, 1024, 0 },	/* a second connection: never */
+	{ 2560, 3072, 4096, 2, 512, 2560 },	/* smaller queues: the guard */
 	{ 1024, 3072, 4096, 8, 1024, 0 },	/* four connections: never dormant */
 	{ 2560, 3072, 4096, 2, 0, 2560 },	/* exact mode: as it is */
 	{ 2560, 3072, 0, 2, 1024, 1024 },	/* pressure alone */
