@@ -18,8 +18,8 @@ char LICENSE[] SEC("license") = "GPL";
 /* Kernel >= 6.3: fires at the end of every sendmsg/recvmsg, so the sample
  * already includes what that call queued or freed. Linked only while some
  * limited cgroup is near (src/demand.c), and then it fires for every socket
- * of the host: only the armed ones are sampled, so a container near its
- * limit does not make its neighbours' syscalls pay for it. Lazy: a
+ * of the host: only the armed and followed ones are sampled, so a container
+ * near its limit does not make its neighbours' syscalls pay for it. Lazy: a
  * shrinking footprint keeps its last page until the next reconcile
  * (charge.bpf.h). */
 SEC("tp_btf/sock_send_length")

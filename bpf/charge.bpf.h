@@ -49,11 +49,13 @@ static __always_inline __s64 sk_footprint_pages(const struct sock *sk)
 	return (bytes + TCPBUF_PAGE_SIZE - 1) >> TCPBUF_PAGE_SHIFT;
 }
 
+/* The key of enforce_ctl's one entry, read from memory: no stack slot in
+ * the many frames that ask, some of which have none to spare. */
+static const volatile __u32 enforce_ctl_key = 0;
+
 static __always_inline struct tcpbuf_enforce_ctl *enforce_ctl_get(void)
 {
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&enforce_ctl, &zero);
+	return bpf_map_lookup_elem(&enforce_ctl, (const void *)&enforce_ctl_key);
 }
 
 /* Whether any cgroup has limits: while none has, charging skips the limits
@@ -137,13 +139,31 @@ static __always_inline bool usage_limited(const struct cgroup_usage *u)
 }
 
 /* Set by the daemon before load: tcpbuf_near_guard()'s per-socket growth.
- * 0, never dormant, in sampled mode (nothing samples a dormant socket, so
- * no charge would see usage reach the guard) and on kernels whose
- * iterators cannot give a socket its per-segment callback back
- * (TCP_BPF_SOCK_OPS_CB_FLAGS, < 6.11). Exact mode's charges come from
- * account_exact, so enforce.bpf.c leaves the check out of its own
- * (TCPBUF_CHARGE_NO_GUARD), whose stacks have no room for it. */
+ * 0, never dormant, on kernels whose iterators cannot give a socket its
+ * per-segment callback back (TCP_BPF_SOCK_OPS_CB_FLAGS, < 6.11). */
 const volatile __u32 near_guard_growth = 0;
+/* Sampled mode: only the samplers see a dormant cgroup's charges, so its
+ * sockets are followed by them (TCPBUF_SE_FOLLOWED), linked by the daemon
+ * while some cgroup is dormant or near (near_update() tells it). */
+const volatile __u32 near_guard_followed = 0;
+/* Sampled mode: a followed socket's largest sk_sndbuf, in pages
+ * (tcpbuf_near_guard_writers()). */
+const volatile __u32 near_guard_writer_pages = 0;
+
+/* Whether a cgroup near by its sockets' reach is dormant (@dormant before)
+ * at @usage with @sockets and its thresholds (never with no growth). */
+static __always_inline bool near_dormant_next(__u32 dormant, __s64 usage, __u64 pressure_pages,
+					      __u64 max_pages, __s64 sockets)
+{
+	if (!near_guard_growth)
+		return false;
+	return tcpbuf_dormant_next(dormant, usage,
+				   tcpbuf_near_guard_writers(tcpbuf_near_guard(pressure_pages, max_pages,
+									       sockets,
+									       near_guard_growth),
+							     pressure_pages, max_pages, sockets,
+							     near_guard_writer_pages));
+}
 
 /*
  * Dormant or near again, for a cgroup near by its sockets (near_update()),
@@ -151,28 +171,21 @@ const volatile __u32 near_guard_growth = 0;
  * turns the cgroup near and wakes the daemon, which links ingress and
  * sweeps the subtree (the sockets are armed there, none by a callback of
  * its own). Back under half the guard, each socket releases itself at its
- * next segment, as under a far cgroup.
+ * next segment, as under a far cgroup (followed, in sampled mode).
  */
-static __always_inline void near_guard_update(__u64 id, struct cgroup_usage *u, __s64 now)
+__noinline int near_guard_turn(__u64 id, struct cgroup_usage *u, int want)
 {
 	struct tcpbuf_state_event *ev;
-	__u32 dormant = u->established.dormant;
-	bool want;
 
-	if (!near_guard_growth || !(u->established.near | dormant))
-		return;
-	want = tcpbuf_dormant_next(dormant, now,
-				   tcpbuf_near_guard(u->limits.pressure_pages, u->limits.max_pages,
-						     u->established.sockets, near_guard_growth));
-	if (want == !!dormant)
-		return;
+	if (!u)
+		return 0;
 	/* Plain stores: concurrent chargers that cross together decide the
 	 * same, and a second event only sweeps again. */
 	u->established.dormant = want;
 	near_swap(&u->established, u->established.near, !want);
 	ev = bpf_ringbuf_reserve(&enforce_events, sizeof(*ev), 0);
 	if (!ev)
-		return;
+		return 0;
 	ev->cgroup_id = id;
 	ev->time_ns = bpf_ktime_get_ns();
 	/* More than one, so the daemon sweeps: no socket arms itself here. */
@@ -184,6 +197,22 @@ static __always_inline void near_guard_update(__u64 id, struct cgroup_usage *u, 
 	ev->pad = 0;
 	/* Dormant, the daemon unlinks at leisure (as for far). */
 	bpf_ringbuf_submit(ev, want ? BPF_RB_NO_WAKEUP : BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
+static __always_inline void near_guard_update(__u64 id, struct cgroup_usage *u, __s64 now)
+{
+	__u32 dormant = u->established.dormant;
+	bool want;
+
+	if (!near_guard_growth || !(u->established.near | dormant))
+		return;
+	want = near_dormant_next(dormant, now, u->limits.pressure_pages, u->limits.max_pages,
+				 u->established.sockets);
+	/* The turn in a frame of its own: the chargers' stacks have no room
+	 * for it. */
+	if (want != !!dormant)
+		near_guard_turn(id, u, want);
 }
 
 /* Move the cgroup to the state its usage @now calls for. Runs where usage
@@ -235,19 +264,24 @@ static __always_inline void cgroup_state_update(__u64 id, struct cgroup_usage *u
 
 /*
  * The usage entry of the cgroup at ancestors[@i] of the socket whose entry
- * is @sc, made now. Not a
- * zeroed entry on the stack of every charge: only where one is made.
+ * is @sc, made now, from a zeroed entry in read-only memory: one on the
+ * stack would take the frames of every charge and count.
  */
+static const volatile struct cgroup_usage usage_fresh = {};
+
 static __always_inline struct cgroup_usage *usage_entry_make(const struct sock_charge *sc,
 							     __u32 i, __u64 id)
 {
-	struct cgroup_usage fresh = {};
+	struct cgroup_usage *u;
 
+	bpf_map_update_elem(&cgroup_usage, &id, (const void *)&usage_fresh, BPF_NOEXIST);
+	u = bpf_map_lookup_elem(&cgroup_usage, &id);
 	/* Read only here: level is past the entry's first line. Only the
-	 * socket's own level is known (the daemon makes limited ones). */
-	fresh.level = i ? 0 : sc->level;
-	bpf_map_update_elem(&cgroup_usage, &id, &fresh, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&cgroup_usage, &id);
+	 * socket's own level is known (the daemon makes limited ones); two
+	 * makers write the same. */
+	if (u && !i && !u->level)
+		u->level = sc->level;
+	return u;
 }
 
 /*
@@ -645,6 +679,9 @@ static __always_inline __s64 sample_target(const struct sock_charge *sc, __s64 b
 {
 	bool exact = kind == SAMPLE_EXACT;
 
+	if (!exact && (sc->enforce.flags & TCPBUF_SE_FOLLOWED) &&
+	    tcpbuf_follow_waits(before, target))
+		return before;
 	return tcpbuf_sample_target(before, target, exact,
 				    tcpbuf_sample_may_wait(before, target, exact) &&
 				    sample_settled(sc));
@@ -653,19 +690,65 @@ static __always_inline __s64 sample_target(const struct sock_charge *sc, __s64 b
 /* Sampled mode: make the charge of the socket whose entry is @sc its
  * footprint now (above). The exchange makes concurrent samplers of one
  * socket apply consistent deltas; a sample that changes nothing costs no
- * atomic. */
-static __always_inline void sample_charge_to(struct sock_charge *sc, __s64 target,
+ * atomic. Whether the charge grew. */
+static __always_inline bool sample_charge_to(struct sock_charge *sc, __s64 target,
 					     enum sample_kind kind)
 {
 	__s64 before = sc->charged_pages;
 
 	target = sample_target(sc, before, target, kind);
 	if (target == before)
-		return;
+		return false;
 	before = __sync_lock_test_and_set(&sc->charged_pages, (__s32)target);
 	if (before != target)
 		charge_apply(sc, before, target - before);
+	return target > before;
 }
+
+#ifdef TCPBUF_CHARGE_NO_GUARD
+/*
+ * Where the charges leave the guard out (enforce.bpf.c's samplers), a
+ * followed socket whose charge grew looks at its limited levels' guards
+ * after it, in frames of their own.
+ */
+struct guard_walk {
+	const struct sock_charge *sc;
+};
+
+static long guard_walk_level(__u64 i, void *ctx)
+{
+	struct guard_walk *w = ctx;
+	struct cgroup_usage *u;
+	__u64 id;
+
+	if (i >= TCPBUF_MAX_DEPTH || i >= w->sc->levels)
+		return 1;
+	id = w->sc->ancestors[i & (TCPBUF_MAX_DEPTH - 1)];
+	u = bpf_map_lookup_elem(&cgroup_usage, &id);
+	if (usage_limited(u))
+		near_guard_update(id, u, u->usage_pages);
+	return 0;
+}
+
+__noinline int followed_guard_check(struct sock_charge *sc)
+{
+	struct guard_walk w = { .sc = sc };
+
+	if (sc && (sc->enforce.flags & TCPBUF_SE_FOLLOWED))
+		bpf_loop(TCPBUF_MAX_DEPTH, guard_walk_level, &w, 0);
+	return 0;
+}
+
+/* sample_charge_to(), and the guard of a followed socket whose charge grew. */
+static __always_inline void sample_charge_guarded(struct sock_charge *sc, __s64 target,
+						  enum sample_kind kind)
+{
+	if (sample_charge_to(sc, target, kind) && (sc->enforce.flags & TCPBUF_SE_FOLLOWED))
+		followed_guard_check(sc);
+}
+#else
+#define sample_charge_guarded(sc, target, kind) sample_charge_to(sc, target, kind)
+#endif
 
 static __always_inline void sample_socket_to(struct sock *sk, __s64 target,
 					     enum sample_kind kind)
@@ -725,11 +808,15 @@ static __always_inline const struct sock_charge *sock_charge_peek(const struct s
 	return NULL;
 }
 
+/* Sampled at every syscall: armed, or followed under a dormant cgroup. */
+#define TCPBUF_SE_SAMPLED	(TCPBUF_SE_LIMITED | TCPBUF_SE_FOLLOWED)
+
 /*
- * The entry of a socket that is armed (a limited ancestor is near), else
- * NULL. Only armed sockets need their charge fresh at every syscall; the
- * others, and every socket of an unlimited cgroup, are brought up to date by
- * the reconcile pass, so a per-syscall sampler leaves them after this.
+ * The entry of a socket that is armed (a limited ancestor is near) or
+ * followed (TCPBUF_SE_FOLLOWED), else NULL. Only those need their charge
+ * fresh at every syscall; the others, and every socket of an unlimited
+ * cgroup, are brought up to date by the reconcile pass, so a per-syscall
+ * sampler leaves them after this.
  */
 static __always_inline struct sock_charge *sock_armed_charge(struct sock *sk)
 {
@@ -738,7 +825,7 @@ static __always_inline struct sock_charge *sock_armed_charge(struct sock *sk)
 	if (!sk->sk_bpf_storage)
 		return NULL;	/* told without the storage lookup */
 	sc = bpf_sk_storage_get(&sock_charge, sk, NULL, 0);
-	return sc && (sc->enforce.flags & TCPBUF_SE_LIMITED) ? sc : NULL;
+	return sc && (sc->enforce.flags & TCPBUF_SE_SAMPLED) ? sc : NULL;
 }
 
 /* A per-syscall sample: armed sockets only, lazily. Most find nothing to
@@ -754,7 +841,7 @@ static __always_inline void sample_if_armed(struct sock *sk)
 	if (sure) {
 		__s64 before;
 
-		if (!peek || !(peek->enforce.flags & TCPBUF_SE_LIMITED))
+		if (!peek || !(peek->enforce.flags & TCPBUF_SE_SAMPLED))
 			return;
 		before = peek->charged_pages;
 		if (sample_target(peek, before, sk_footprint_pages(sk), SAMPLE_LAZY) == before)
@@ -762,7 +849,7 @@ static __always_inline void sample_if_armed(struct sock *sk)
 	}
 	sc = sock_armed_charge(sk);
 	if (sc)
-		sample_charge_to(sc, sk_footprint_pages(sk), SAMPLE_LAZY);
+		sample_charge_guarded(sc, sk_footprint_pages(sk), SAMPLE_LAZY);
 }
 
 static __always_inline void sample_socket(struct sock *sk, enum sample_kind kind)

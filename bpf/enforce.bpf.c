@@ -17,6 +17,7 @@
  * that is near (tcpbuf_near_next()) are armed: capped, followed segment by
  * segment, checked at ingress. The others are counted and left alone.
  */
+/* Its charges leave the guard to followed_guard_check() (charge.bpf.h). */
 #define TCPBUF_CHARGE_NO_GUARD
 #include "enforce_sockops.bpf.h"
 #include "enforce_ingress.bpf.h"

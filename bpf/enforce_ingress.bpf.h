@@ -275,8 +275,10 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 			__sync_val_compare_and_swap(&sc->verdict.word, v.word, nv.word);
 	}
 	/* Nothing to refuse and nothing to charge: the common case of
-	 * request/response traffic, a few lookups. */
-	if (!near_max && uncharged <= 0)
+	 * request/response traffic, a few lookups; and a followed socket's
+	 * segment within its step (tcpbuf_follow_waits()). */
+	if (!near_max && (uncharged <= 0 || ((sc->enforce.flags & TCPBUF_SE_FOLLOWED) &&
+					     tcpbuf_follow_waits(sc->charged_pages, with))))
 		return 1;
 	len = tcp_payload_len(skb, &seq);
 	if (len <= 0)
@@ -305,7 +307,7 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 	 * sound). The next sample of the socket corrects this to what TCP
 	 * really queued. */
 	if (accounting_mode == TCPBUF_MODE_SAMPLED && tcp_would_queue(sk, tp, seq))
-		sample_charge_to(sc, with, SAMPLE_LAZY);
+		sample_charge_guarded(sc, with, SAMPLE_LAZY);
 	return 1;
 }
 

@@ -120,7 +120,8 @@ struct caps_walk {
 	struct ancestry a;
 	__s64 unsent, rmem, chunk;
 	struct tcpbuf_caps c;
-	__u32 near;	/* some limited level is near (tcpbuf_near_next()) */
+	__u32 near;	/* cgroup_sockets.near of the limited levels, or-ed, and
+			 * TCPBUF_NEAR_DORMANT for a dormant one */
 	__u32 levels;	/* limited_levels_of() */
 	__u32 found;	/* the levels that are limited */
 };
@@ -137,7 +138,7 @@ static __always_inline void caps_walk_one(struct caps_walk *w, __u64 id, __u32 b
 	caps_level(&w->c, u, w->unsent, w->rmem, w->chunk);
 	/* Or-ed in, never branched on: the verifier checks the callback
 	 * once, whatever the flag holds. */
-	w->near |= u->established.near;
+	w->near |= u->established.near | u->established.dormant << 2;
 }
 
 static long caps_walk_level(__u64 i, void *ctx)
@@ -200,10 +201,17 @@ static __always_inline bool ancestry_has_limits(struct sock *sk, const struct so
 	return w.found;
 }
 
+/* A walk's answer from its levels' or-ed near marks: 1 some level is near
+ * (the socket is armed), else TCPBUF_NEAR_DORMANT if one is dormant, else 0. */
+static __always_inline int walk_reach(__u32 near)
+{
+	return near & 1 ? 1 : near & TCPBUF_NEAR_DORMANT;
+}
+
 /*
  * Tighten the caps *@c by those of every limited ancestor of the socket
- * whose entry is @sc; whether one of them is near (1): the socket is then
- * armed, capped and followed segment by segment. Global, with the starting
+ * whose entry is @sc; whether one of them is near (walk_reach()): the
+ * socket is then armed, capped and followed segment by segment. Global, with the starting
  * caps passed through memory, so that the verifier checks it once with *@c
  * unknown instead of once per combination of constants its callers give.
  * @unsent, @rmem, @chunk: the socket's unsent bytes, receive memory and
@@ -237,7 +245,7 @@ __noinline int caps_walk(struct sock_charge *sc, __s64 unsent, __s64 rmem, __s64
 		tcpbuf_rcv_segment_floor(&w.c, w.near);
 	}
 	*c = w.c;
-	return w.near != 0;
+	return walk_reach(w.near);
 }
 
 /* tcp_sock.scaling_ratio (>= 6.7): what share of its free receive buffer,
@@ -256,7 +264,7 @@ static __always_inline __u32 rcv_scaling_ratio(const struct tcp_sock *tp)
 }
 
 /* caps_walk() for the socket @sk (@tp), whose entry is @sc. */
-static __always_inline bool caps_compute(struct sock *sk, const struct tcp_sock *tp,
+static __always_inline int caps_compute(struct sock *sk, const struct tcp_sock *tp,
 					 struct sock_charge *sc, struct tcpbuf_caps *c)
 {
 	*c = TCPBUF_CAPS_NONE;
@@ -268,7 +276,7 @@ static __always_inline bool caps_compute(struct sock *sk, const struct tcp_sock 
 struct count_walk {
 	struct ancestry a;
 	__s64 sockets, senders;
-	__u32 near;	/* some limited level is near, after the count */
+	__u32 near;	/* as caps_walk's, after the count */
 };
 
 /*
@@ -284,6 +292,13 @@ __noinline int crowded_bit(__u32 near, __s64 sockets, __u64 pressure_pages, __u6
 				   max_pages) ? TCPBUF_NEAR_CROWDED : 0;
 }
 
+/* near_dormant_next(), global for the same reason. */
+__noinline int dormant_next(__u32 dormant, __s64 usage, __u64 pressure_pages, __u64 max_pages,
+			    __s64 sockets)
+{
+	return near_dormant_next(dormant, usage, pressure_pages, max_pages, sockets);
+}
+
 static __always_inline __u32 near_decide(struct cgroup_usage *u)
 {
 	struct cgroup_sockets *cs = &u->established;
@@ -291,10 +306,8 @@ static __always_inline __u32 near_decide(struct cgroup_usage *u)
 
 	counted = tcpbuf_near_next(cs->near | cs->dormant, cs->sockets, sock_bound_pages,
 				   u->limits.pressure_pages, u->limits.max_pages);
-	want = counted && near_guard_growth &&
-	       tcpbuf_dormant_next(cs->dormant, u->usage_pages,
-				   tcpbuf_near_guard(u->limits.pressure_pages, u->limits.max_pages,
-						     cs->sockets, near_guard_growth));
+	want = counted && dormant_next(cs->dormant, u->usage_pages, u->limits.pressure_pages,
+				       u->limits.max_pages, cs->sockets);
 	/* A plain store: a concurrent count decides the same from the same. */
 	if (want != cs->dormant)
 		cs->dormant = want;
@@ -309,28 +322,16 @@ static __always_inline __u32 near_decide(struct cgroup_usage *u)
  * limits)? A change is told to the daemon, which links what near cgroups
  * need and sweeps the subtree: that arms (or releases) its other sockets;
  * the one that made the change arms itself (sockops_run()). */
-static __always_inline __u32 near_update(__u64 id, struct cgroup_usage *u)
+/* The event of a change of near (near_update()): global, so that its
+ * registers are not the count walk's, which has no stack to spare. */
+__noinline int near_event(__u64 id, __s64 sockets, __u32 old, __u32 new)
 {
-	struct cgroup_sockets *cs = &u->established;
 	__u64 wakeup = BPF_RB_NO_WAKEUP;
 	struct tcpbuf_state_event *ev;
-	__u32 old = cs->near, new;
 
-	/* The entry's copy of the limits (limits_refresh decides anew after
-	 * a change of them). */
-	if (!usage_limited(u))
-		return 0;
-	new = near_decide(u);
-	if (new == old)
-		return new;
-	if (!near_swap(cs, old, new))
-		return cs->near;	/* a concurrent count decided */
-	/* When it turned crowded: the SYN drop waits for the listeners'
-	 * pass that long at most (crowd_syn_refused()). */
-	cs->crowd_ms = new & ~old & TCPBUF_NEAR_CROWDED ? bpf_ktime_get_ns() / 1000000 : cs->crowd_ms;
 	ev = bpf_ringbuf_reserve(&enforce_events, sizeof(*ev), 0);
 	if (!ev)
-		return new;
+		return 0;
 	/* The daemon is woken only where it has to act at once: to link what
 	 * near cgroups need, or to sweep sockets other than this one (which
 	 * arms itself). Far, it waits a second before unlinking anyway. The
@@ -338,17 +339,44 @@ static __always_inline __u32 near_update(__u64 id, struct cgroup_usage *u)
 	 * would otherwise wake it twice a connection.
 	 * Woken by force: the ring buffer's adaptive wake-up stays silent
 	 * while an event not woken for is still unread. */
-	if (new && (!near_linked() || cs->sockets > 1))
+	if (new && (!near_linked() || sockets > 1))
 		wakeup = BPF_RB_FORCE_WAKEUP;
 	ev->cgroup_id = id;
 	ev->time_ns = bpf_ktime_get_ns();
-	ev->usage_pages = cs->sockets;
+	ev->usage_pages = sockets;
 	ev->threshold_pages = 0;
 	ev->old_state = old;
 	ev->new_state = new;
 	ev->kind = TCPBUF_EVENT_NEAR;
 	ev->pad = 0;
 	bpf_ringbuf_submit(ev, wakeup);
+	return 0;
+}
+
+static __always_inline __u32 near_update(__u64 id, struct cgroup_usage *u)
+{
+	struct cgroup_sockets *cs = &u->established;
+	__u32 old = cs->near, new, dormant;
+
+	/* The entry's copy of the limits (limits_refresh decides anew after
+	 * a change of them). */
+	if (!usage_limited(u))
+		return 0;
+	dormant = cs->dormant;
+	new = near_decide(u);
+	/* Sampled mode: dormant now or no longer is told too (as
+	 * TCPBUF_NEAR_DORMANT, or far), so the daemon links the samplers that
+	 * follow a dormant cgroup's sockets, and unlinks them once none needs
+	 * them. */
+	dormant = near_guard_followed && dormant != cs->dormant ? cs->dormant : 2;
+	if (new == old && dormant == 2)
+		return new;
+	if (new != old && !near_swap(cs, old, new))
+		return cs->near;	/* a concurrent count decided */
+	/* When it turned crowded: the SYN drop waits for the listeners'
+	 * pass that long at most (crowd_syn_refused()). */
+	cs->crowd_ms = new & ~old & TCPBUF_NEAR_CROWDED ? bpf_ktime_get_ns() / 1000000 : cs->crowd_ms;
+	near_event(id, cs->sockets, old, new | (dormant == 1 ? TCPBUF_NEAR_DORMANT : 0));
 	return new;
 }
 
@@ -371,7 +399,7 @@ static long count_walk_level(__u64 i, void *ctx)
 		__sync_fetch_and_add(&u->established.senders, w->senders);
 	/* An unknown value, not a constant: the verifier then checks this
 	 * callback once, not once per value the caller's flag could hold. */
-	w->near |= near_update(id, u);
+	w->near |= near_update(id, u) | u->established.dormant << 2;
 	return 0;
 }
 
@@ -386,7 +414,7 @@ __noinline int count_walk(struct sock_charge *sc, __s64 sockets, __s64 senders)
 	struct count_walk w = { .a.sc = sc, .sockets = sockets, .senders = senders };
 
 	bpf_loop(TCPBUF_MAX_DEPTH, count_walk_level, &w, 0);
-	return w.near != 0;
+	return walk_reach(w.near);
 }
 
 /*

@@ -67,9 +67,9 @@ static __always_inline int cb_flags_wanted(int flags, bool armed, bool limited)
 	}									\
 	(se)->state = (c)->state;						\
 	if ((c)->limited)							\
-		(se)->flags |= TCPBUF_SE_LIMITED;				\
+		(se)->flags = ((se)->flags & ~TCPBUF_SE_FOLLOWED) | TCPBUF_SE_LIMITED; \
 	else									\
-		(se)->flags &= ~TCPBUF_SE_LIMITED;				\
+		(se)->flags &= ~(TCPBUF_SE_LIMITED | TCPBUF_SE_FOLLOWED);	\
 })
 
 /*
@@ -97,6 +97,19 @@ static __always_inline void caps_release(void *ctx, struct sock *sk, struct sock
 	se->state = TCPBUF_STATE_NORMAL;
 	se->flags &= ~TCPBUF_SE_LIMITED;
 	verdict_note(sc, verdict_of(sc).epoch, 0, TCPBUF_V_SETTLED | TCPBUF_V_SND_AT_CAP, 0, 0);
+}
+
+/*
+ * A socket left to the kernel (not armed): followed by the samplers where
+ * the walk's @reach says a limited ancestor is dormant and only they see its
+ * charges (sampled mode), so the charge that reaches the guard is seen.
+ */
+static __always_inline void follow_set(struct sock_enforce *se, bool limited, int reach)
+{
+	if (near_guard_followed && limited && (reach & TCPBUF_NEAR_DORMANT))
+		se->flags |= TCPBUF_SE_FOLLOWED;
+	else
+		se->flags &= ~TCPBUF_SE_FOLLOWED;
 }
 
 #endif /* TCPBUF_ENFORCE_SOCKET_BPF_H */

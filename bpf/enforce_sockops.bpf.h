@@ -58,8 +58,8 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 	struct tcp_sock *tp;
 	struct sock *sk;
 	struct tcpbuf_caps c;
-	bool established, near_before;
-	int near;
+	bool established;
+	int near, near_before;
 
 	bsk = skops->sk;
 	if (!bsk)
@@ -151,11 +151,12 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 	near = socket_count_update(sc, tp, c.limited);
 	if (near < 0)
 		near = near_before;
-	/* Its limited ancestors all far: counted, left to the kernel but for
-	 * the close. */
-	if (!c.limited || !near) {
+	/* Its limited ancestors all far (or dormant): counted, left to the
+	 * kernel but for the close. */
+	if (!c.limited || !(near & 1)) {
 		if (se->flags & TCPBUF_SE_LIMITED)
 			caps_release(skops, sk, sc);
+		follow_set(se, c.limited, near);
 		cb_flags_set(skops, false, c.limited);
 		return 1;
 	}

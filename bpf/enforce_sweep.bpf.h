@@ -131,8 +131,8 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 	struct tcp_sock *tp;
 	struct sock *sk;
 	struct tcpbuf_caps c;
-	bool armed, near;
-	int counted;
+	bool armed;
+	int counted, near;
 
 	/* A listener: the MSS its next connections start from, as its
 	 * cgroup is crowded or not (enforce_crowd.bpf.h). */
@@ -182,9 +182,10 @@ int enforce_sweep(struct bpf_iter__tcp *ctx)
 	 * the close, as sockops_run() leaves it. Released here, not only at
 	 * its next segment: before 6.11 a socket that predates the limits
 	 * gets no per-segment callback and stayed armed. */
-	if (c.limited && !near) {
+	if (c.limited && !(near & 1)) {
 		if (armed)
 			caps_release(sk, sk, sc);
+		follow_set(se, true, near);
 		sweep_cb_flags_set(tp, false, true, 0);
 		return 0;
 	}

@@ -119,6 +119,8 @@ struct cgroup_usage {
 #define TCPBUF_SE_RCVBUF_SET	4	/* sk_rcvbuf is ours */
 #define TCPBUF_SE_COUNTED	8	/* counted in cgroup_usage.established.sockets */
 #define TCPBUF_SE_SENDER	16	/* counted in cgroup_usage.established.senders */
+#define TCPBUF_SE_FOLLOWED	32	/* sampled at syscalls and ingress, not capped (sampled
+					 * mode: a limited ancestor is dormant, none near) */
 #define TCPBUF_SE_FALLBACK	128	/* an entry of sock_fallback: counted in its cgroups'
 					 * unaccounted_sockets */
 

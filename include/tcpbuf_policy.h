@@ -304,6 +304,34 @@ TCPBUF_POLICY bool tcpbuf_dormant_next(bool dormant, __s64 usage_pages, __s64 gu
 	return dormant ? usage_pages < guard_pages : usage_pages < guard_pages >> 1;
 }
 
+/*
+ * Sampled mode's guard is lower still: a followed socket is not capped, so
+ * between the charge that reaches the guard (or the socket whose count
+ * turns the cgroup near) and the sweep that arms them each of @sockets may
+ * queue up to @writer_pages (its largest sk_sndbuf) at once. Those queues
+ * must fit between the guard and max (the threshold without one), where
+ * ingress refuses the receive side; and only one connection's pair is
+ * followed (TCPBUF_FOLLOW_SOCKETS), since sockets counted later are capped
+ * from shares that cannot see the followed ones' queues coming.
+ * @writer_pages 0: @guard as it is (exact mode sees charges as they come).
+ */
+#define TCPBUF_FOLLOW_SOCKETS	2
+
+TCPBUF_POLICY __s64 tcpbuf_near_guard_writers(__s64 guard, __u64 pressure_pages, __u64 max_pages,
+					      __s64 sockets, __u64 writer_pages)
+{
+	__s64 top = (__s64)(max_pages ? max_pages : pressure_pages);
+	__s64 room = top - (sockets > 0 ? sockets : 0) * (__s64)writer_pages;
+
+	if (!writer_pages)
+		return guard;
+	if (sockets > TCPBUF_FOLLOW_SOCKETS)
+		return 0;
+	if (guard <= room)
+		return guard;
+	return room > 0 ? room : 0;
+}
+
 /* tcpbuf_near_guard()'s per-socket growth: 1 MiB, what a loopback stream
  * (the fastest) adds in the milliseconds an event takes to become a sweep. */
 #define TCPBUF_GUARD_GROWTH_PAGES	256
@@ -337,6 +365,9 @@ TCPBUF_POLICY bool tcpbuf_crowded_next(bool crowded, __s64 sockets, __u64 pressu
 
 /* cgroup_sockets.near: bit 0 near (tcpbuf_near_next()), bit 1 crowded. */
 #define TCPBUF_NEAR_CROWDED	2
+/* In a walk's answer only, never in cgroup_sockets.near: a limited level
+ * is dormant (tcpbuf_near_guard()). */
+#define TCPBUF_NEAR_DORMANT	4
 
 /*
  * What a move of one entry's cgroup_sockets.near from @old to @new does to
@@ -737,6 +768,25 @@ TCPBUF_POLICY __s64 tcpbuf_sample_target(__s64 before, __s64 target, bool exact,
 		return before;
 	keep = before < TCPBUF_SAMPLE_KEEP_PAGES ? before : TCPBUF_SAMPLE_KEEP_PAGES;
 	return target < keep ? keep : target;
+}
+
+/*
+ * A followed socket (a dormant cgroup's, sampled mode: TCPBUF_SE_FOLLOWED)
+ * has its charge moved by a syscall's or a segment's sample only by a step
+ * of TCPBUF_FOLLOW_STEP_PAGES or more, either way, so that most samples of
+ * a stream write nothing. Its cgroup's usage is then off by less than a
+ * step per such socket, inside the guard's TCPBUF_GUARD_GROWTH_PAGES each;
+ * the reconcile and the sweep set it exactly. A socket charged nothing, or
+ * holding nothing, is charged at once (it is counted in `sockets`).
+ */
+#define TCPBUF_FOLLOW_STEP_PAGES	32
+
+TCPBUF_POLICY bool tcpbuf_follow_waits(__s64 before, __s64 target)
+{
+	__s64 d = target - before;
+
+	return before > 0 && target > 0 && d > -TCPBUF_FOLLOW_STEP_PAGES &&
+	       d < TCPBUF_FOLLOW_STEP_PAGES;
 }
 
 /* ------------------------------------------------------------ the rest */

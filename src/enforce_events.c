@@ -78,6 +78,9 @@ int on_event(void *ctx, void *data, size_t len)
 	if (ev->kind == TCPBUF_EVENT_NEAR) {
 		if ((ev->old_state ^ ev->new_state) & TCPBUF_NEAR_CROWDED)
 			e->crowd_seen = true;
+		/* Dormant (sampled mode): the samplers follow its sockets,
+		 * which are not armed: links, and a sweep that marks the
+		 * others followed, as near. */
 		if (!ev->new_state) {
 			e->far_seen = true;
 			return 0;
@@ -245,7 +248,8 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 		const char *path = tree ? cgroup_tree_path(tree, ev->cgroup_id) : NULL;
 
 		if (ev->kind == TCPBUF_EVENT_NEAR)
-			log_debug("%s: near its thresholds%s at %lld sockets", path ? path : "?",
+			log_debug("%s: %s its thresholds%s at %lld sockets", path ? path : "?",
+				  ev->new_state & TCPBUF_NEAR_DORMANT ? "dormant, followed, near" : "near",
 				  ev->new_state & TCPBUF_NEAR_CROWDED ? ", crowded," : "",
 				  (long long)ev->usage_pages);
 		else

@@ -344,14 +344,17 @@ int ingress_sync(struct enforcer *e)
 
 /* Only a limited cgroup is ever near (near_update(), limits_refresh): one
  * lookup per limited cgroup, not a walk of every cgroup that holds TCP
- * memory. */
+ * memory. In sampled mode a dormant cgroup needs the samplers too: they
+ * follow its sockets. */
 bool near_any(struct enforcer *e)
 {
 	int fd = bpf_map__fd(e->skel->maps.cgroup_usage);
+	bool sampled = e->mode == TCPBUF_MODE_SAMPLED;
 	struct cgroup_usage u;
 
 	for (size_t i = 0; i < e->n_limits; i++)
-		if (!bpf_map_lookup_elem(fd, &e->limits[i].id, &u) && u.established.near)
+		if (!bpf_map_lookup_elem(fd, &e->limits[i].id, &u) &&
+		    (u.established.near || (sampled && u.established.dormant)))
 			return true;
 	return false;
 }

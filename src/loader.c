@@ -220,18 +220,41 @@ static struct bpf_object_open_opts open_opts(struct tcpbuf_bpf *bpf)
 
 /* An iterator gives a socket its per-segment callbacks back through
  * bpf_setsockopt(TCP_BPF_SOCK_OPS_CB_FLAGS) from 6.11 on; before, a cgroup
- * leaving dormancy could not arm the sockets it has. Exact mode only: a
- * sampled dormant socket is not sampled until the next reconcile. */
+ * leaving dormancy could not arm the sockets it has. Both modes: sampled
+ * mode's samplers follow a dormant cgroup's sockets (TCPBUF_SE_FOLLOWED). */
 unsigned loader_guard_growth(enum tcpbuf_mode mode)
 {
 	struct utsname u;
 	int major = 0, minor = 0;
 
+	(void)mode;
 	if (uname(&u) || sscanf(u.release, "%d.%d", &major, &minor) != 2)
 		return 0;
-	if (mode != TCPBUF_MODE_EXACT || getenv("TCPBUF_NO_DORMANT"))
+	if (getenv("TCPBUF_NO_DORMANT"))
 		return 0;
 	return major > 6 || (major == 6 && minor >= 11) ? TCPBUF_GUARD_GROWTH_PAGES : 0;
+}
+
+/* A followed socket's largest sk_sndbuf in pages (sampled mode; 0 in exact
+ * mode): what SO_SNDBUF and autotuning reach, the smaller. */
+unsigned loader_guard_writer_pages(enum tcpbuf_mode mode)
+{
+	long wmem_max = 212992, wmem[3] = { 4096, 16384, 4 << 20 };
+	FILE *f;
+
+	if (mode != TCPBUF_MODE_SAMPLED)
+		return 0;
+	if ((f = fopen("/proc/sys/net/core/wmem_max", "re"))) {
+		if (fscanf(f, "%ld", &wmem_max) != 1)
+			wmem_max = 212992;
+		fclose(f);
+	}
+	if ((f = fopen("/proc/sys/net/ipv4/tcp_wmem", "re"))) {
+		if (fscanf(f, "%ld %ld %ld", &wmem[0], &wmem[1], &wmem[2]) != 3)
+			wmem[2] = 4 << 20;
+		fclose(f);
+	}
+	return (unsigned)((wmem[2] < 2 * wmem_max ? wmem[2] : 2 * wmem_max) >> 12);
 }
 
 static int load_exact(struct tcpbuf_bpf *bpf)
@@ -288,6 +311,9 @@ static int load_sampled(struct tcpbuf_bpf *bpf)
 	skel = account_sampled__open_opts(&o);
 	if (!skel)
 		return -errno;
+	skel->rodata->near_guard_growth = loader_guard_growth(TCPBUF_MODE_SAMPLED);
+	skel->rodata->near_guard_followed = 1;
+	skel->rodata->near_guard_writer_pages = loader_guard_writer_pages(TCPBUF_MODE_SAMPLED);
 	disable_missing_tracepoints(skel->obj);
 	err = tables_fit(skel->obj, bpf->pin_path);
 	if (!err)

@@ -29,9 +29,12 @@ int loader_limits_fd(const struct tcpbuf_bpf *bpf);
 int loader_reconcile(struct tcpbuf_bpf *bpf);
 
 /* The per-socket growth of tcpbuf_near_guard() for the running kernel and
- * @mode (the programs' near_guard_growth): 0, never dormant, before 6.11,
- * in sampled mode, or with TCPBUF_NO_DORMANT set. */
+ * @mode (the programs' near_guard_growth): 0, never dormant, before 6.11
+ * or with TCPBUF_NO_DORMANT set. */
 unsigned loader_guard_growth(enum tcpbuf_mode mode);
+/* tcpbuf_near_guard_writers()'s per-socket queue (the programs'
+ * near_guard_writer_pages): 0 but in sampled mode. */
+unsigned loader_guard_writer_pages(enum tcpbuf_mode mode);
 
 /* Sockets carrying tcpbufd state in socket storage, or negative errno. */
 long loader_count_sock_charges(struct tcpbuf_bpf *bpf);

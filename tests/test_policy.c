@@ -685,8 +685,53 @@ static const struct dormant_case {
 	{ false, 0, 0, false },
 };
 
+/* A followed socket's sample: whether it leaves the charge where it is. */
+static const struct follow_case {
+	__s64 before, target;
+	bool waits;
+} follow_cases[] = {
+	{ 100, 100, true },
+	{ 100, 131, true },	/* growth under a step */
+	{ 100, 132, false },	/* a step */
+	{ 100, 69, true },	/* shrink under a step */
+	{ 100, 68, false },
+	{ 0, 5, false },	/* first pages: counted at once */
+	{ 5, 0, false },	/* holds nothing: uncharged at once */
+	{ 1, 1, true },
+	{ -1, 3, false },
+};
+
+/* Sampled mode's guard under the followed sockets' queues (pages). */
+static const struct writers_case {
+	__s64 guard;
+	__u64 pressure, max;
+	__s64 sockets;
+	__u64 writer;
+	__s64 want;
+} writers_cases[] = {
+	{ 2560, 3072, 4096, 2, 1024, 2048 },	/* 16 MiB, one connection: 8 MiB */
+	{ 2304, 3072, 4096, 3, 1024, 0 },	/* a second connection: never */
+	{ 2560, 3072, 4096, 2, 512, 2560 },	/* smaller queues: the guard */
+	{ 1024, 3072, 4096, 8, 1024, 0 },	/* four connections: never dormant */
+	{ 2560, 3072, 4096, 2, 0, 2560 },	/* exact mode: as it is */
+	{ 2560, 3072, 0, 2, 1024, 1024 },	/* pressure alone */
+	{ 100, 3072, 4096, 1, 1024, 100 },	/* the guard is lower already */
+	{ 3072, 3072, 4096, 0, 1024, 3072 },	/* no socket yet */
+};
+
 static void check_guard_cases(void)
 {
+	for (size_t i = 0; i < sizeof(writers_cases) / sizeof(writers_cases[0]); i++) {
+		const struct writers_case *k = &writers_cases[i];
+
+		EXPECT_EQ(tcpbuf_near_guard_writers(k->guard, k->pressure, k->max, k->sockets,
+						    k->writer), k->want);
+	}
+	for (size_t i = 0; i < sizeof(follow_cases) / sizeof(follow_cases[0]); i++) {
+		const struct follow_case *k = &follow_cases[i];
+
+		EXPECT_EQ(tcpbuf_follow_waits(k->before, k->target), k->waits);
+	}
 	for (size_t i = 0; i < sizeof(guard_cases) / sizeof(guard_cases[0]); i++) {
 		const struct guard_case *k = &guard_cases[i];
 		__s64 g = tcpbuf_near_guard(k->pressure, k->max, k->sockets, k->growth);

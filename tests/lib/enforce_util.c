@@ -884,6 +884,8 @@ static int armed_cb(const struct skmem_sock *s, void *arg)
 		return 0;
 	w->a.entries++;
 	w->a.armed += !!(s->storage_u32 & TCPBUF_SE_LIMITED);
+	w->a.sized += !!(s->storage_u32 & (TCPBUF_SE_SNDBUF_SET | TCPBUF_SE_RCVBUF_SET));
+	w->a.followed += !!(s->storage_u32 & TCPBUF_SE_FOLLOWED);
 	return 0;
 }
 

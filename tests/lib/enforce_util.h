@@ -130,6 +130,8 @@ void skmem_watch_sock_charge(size_t off);
  * enforce.flags). */
 struct armed {
 	int entries, armed;
+	int sized;	/* entries whose sk_sndbuf or sk_rcvbuf tcpbufd set */
+	int followed;	/* TCPBUF_SE_FOLLOWED: sampled, not armed (a dormant ancestor) */
 };
 struct armed armed_count(const char *cg);
 /* Field @field (0-based) of a whitespace-separated sysctl file; -1 if unreadable. */
