@@ -180,9 +180,14 @@ __noinline int near_guard_turn(__u64 id, struct cgroup_usage *u, int want)
 	if (!u)
 		return 0;
 	/* Plain stores: concurrent chargers that cross together decide the
-	 * same, and a second event only sweeps again. */
-	u->established.dormant = want;
+	 * same, and a second event only sweeps again. Ordered so that near
+	 * and dormant are never both clear: the daemon would take the cgroup
+	 * for far and unlink what follows it (near_any()). */
+	if (want)
+		u->established.dormant = want;
 	near_swap(&u->established, u->established.near, !want);
+	if (!want)
+		u->established.dormant = want;
 	ev = bpf_ringbuf_reserve(&enforce_events, sizeof(*ev), 0);
 	if (!ev)
 		return 0;
