@@ -576,23 +576,81 @@ static __always_inline void charge_apply(struct sock_charge *sc, __s64 before, _
 	charge_hierarchy(sc, pages, sockets);
 }
 
+#define TCP_ESTABLISHED_STATE	1
+
+/*
+ * Kept pages (tcpbuf_exact_step()): an established socket that charges no
+ * limited cgroup keeps a few pages the kernel gave back charged, so that
+ * the page a TCP_RR socket takes and gives back every transaction charges
+ * its cgroup once, not twice a transaction. Limited cgroups' charges stay
+ * prompt; a status gives kept pages back first (exact_settle(), through
+ * reconcile.bpf.c's settle_tcp), as does destruction (sample_charge_to()).
+ * Like charged_pages, kept_pages changes under the socket's lock only.
+ */
+static __always_inline bool exact_may_keep(const struct sock *sk, struct sock_charge *sc)
+{
+	__u32 word = sc->levels_word;
+
+	if (sk->__sk_common.skc_state != TCP_ESTABLISHED_STATE)
+		return false;
+	/* Asked once per list (a renewed list has neither bit): the
+	 * socket's own cgroup, the only level of a list without limited
+	 * ancestors, by its entry's copy of its limits. */
+	if (!(word & TCPBUF_CHECKED_BIT)) {
+		__u64 id = sc->ancestors[0];
+
+		word = TCPBUF_CHECKED_BIT;
+		if (sc->levels == 1 &&
+		    !usage_limited(bpf_map_lookup_elem(&cgroup_usage, &id)))
+			word |= TCPBUF_UNLIMITED_BIT;
+		__sync_fetch_and_or(&sc->levels_word, word);
+	}
+	return word & TCPBUF_UNLIMITED_BIT;
+}
+
 /* Exact mode: the kernel charged (@pages > 0) or uncharged (@pages < 0) pages. */
 static __always_inline void charge_socket(struct sock *sk, __s64 pages)
 {
+	struct tcpbuf_exact_step step;
 	struct sock_charge *sc;
-	__s64 before;
+	__s64 before, kept, held;
 
 	if (!pages || !sk_is_tcp(sk))
 		return;
 	sc = sock_charge_find(sk, pages > 0);
 	if (!sc)
 		return; /* uncharge of pages charged before tcpbufd started: not ours */
-	if (pages < 0 && -pages > sc->charged_pages)
-		pages = -sc->charged_pages; /* never uncharge what was not charged here */
+	held = sc->charged_pages;
+	kept = sc->kept_pages;
+	if (kept > held)
+		kept = held > 0 ? held : 0;
+	if (pages < 0 && -pages > held - kept)
+		pages = kept - held; /* never uncharge what was not charged here */
 	if (!pages)
 		return;
-	before = __sync_fetch_and_add(&sc->charged_pages, (__s32)pages);
-	charge_apply(sc, before, pages);
+	step = tcpbuf_exact_step(kept, pages, pages < 0 && exact_may_keep(sk, sc));
+	sc->kept_pages = step.kept;
+	if (!step.charge)
+		return;
+	before = __sync_fetch_and_add(&sc->charged_pages, (__s32)step.charge);
+	charge_apply(sc, before, step.charge);
+}
+
+/* Give the socket's cgroups back the pages it keeps (a status is about to
+ * read them). */
+static __always_inline void exact_settle(struct sock_charge *sc)
+{
+	__s64 kept = sc->kept_pages, before;
+
+	if (!kept)
+		return;
+	sc->kept_pages = 0;
+	if (kept > sc->charged_pages)
+		kept = sc->charged_pages;
+	if (kept <= 0)
+		return;
+	before = __sync_fetch_and_add(&sc->charged_pages, (__s32)-kept);
+	charge_apply(sc, before, -kept);
 }
 
 /*
@@ -701,6 +759,9 @@ static __always_inline bool sample_charge_to(struct sock_charge *sc, __s64 targe
 {
 	__s64 before = sc->charged_pages;
 
+	/* The footprint as it is: nothing kept beyond it (exact mode). */
+	if (kind == SAMPLE_EXACT && sc->kept_pages)
+		sc->kept_pages = 0;
 	target = sample_target(sc, before, target, kind);
 	if (target == before)
 		return false;

@@ -3,7 +3,7 @@
  * Walk every TCP socket and set its charge to its footprint. In sampled mode
  * the daemon runs this periodically and before it answers status; in exact
  * mode it runs once at a fresh start, to adopt the sockets that existed
- * before the fentry/fexit hooks were attached.
+ * before the fentry/fexit hooks were attached, and settle_tcp before status.
  */
 #include "charge.bpf.h"
 
@@ -33,6 +33,22 @@ int reconcile_tcp(struct bpf_iter__tcp *ctx)
 	if (!sk->sk_bpf_storage && !sk_footprint_pages(sk))
 		return 0;
 	sample_socket(sk, SAMPLE_EXACT);
+	return 0;
+}
+
+/* Exact mode, before a status: every socket's kept pages given back
+ * (charge.bpf.h), so that its cgroups hold what the kernel charged. */
+SEC("iter/tcp")
+int settle_tcp(struct bpf_iter__tcp *ctx)
+{
+	struct sock *sk = iter_full_sock(ctx->sk_common);
+	struct sock_charge *sc;
+
+	if (!sk || !sk->sk_bpf_storage)
+		return 0;
+	sc = bpf_sk_storage_get(&sock_charge, sk, NULL, 0);
+	if (sc)
+		exact_settle(sc);
 	return 0;
 }
 

@@ -208,7 +208,9 @@ struct sock_charge {
 	 */
 	__u64 ancestors[TCPBUF_MAX_DEPTH];
 	__u32 level;		/* level of the socket's own cgroup (ancestors[0]) */
-	__u32 pad;
+	/* Exact mode: of charged_pages, those the kernel gave back that the
+	 * cgroups still hold (charge.bpf.h, "kept pages"). */
+	__u32 kept_pages;
 	/* The cgroup charged (the socket's own), written last: once it is
 	 * set, so is the rest (levels 0: a socket of the root cgroup). */
 	__u64 cgroup_id;
@@ -219,12 +221,18 @@ _Static_assert(sizeof(struct sock_charge) <= 120, "see TCPBUF_MAX_DEPTH");
 _Static_assert(__builtin_offsetof(struct sock_charge, ancestors[1]) + 8 <= 56,
 	       "sock_charge: the first cache line");
 /* sock_charge.levels_word: @n levels, and missed_levels' bit for ancestors[@i]. */
+/* Beside them, exact mode's (bpf/charge.bpf.h, kept pages): TCPBUF_CHECKED_BIT,
+ * the list was asked whether it has a limited level; TCPBUF_UNLIMITED_BIT, none. */
 #if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 #define TCPBUF_LEVELS_WORD(n)	((__u32)(n) << 16)
 #define TCPBUF_MISSED_BIT(i)	(1u << ((i) & (TCPBUF_MAX_DEPTH - 1)))
+#define TCPBUF_UNLIMITED_BIT	(1u << 15)
+#define TCPBUF_CHECKED_BIT	(1u << 14)
 #else
 #define TCPBUF_LEVELS_WORD(n)	((__u32)(n))
 #define TCPBUF_MISSED_BIT(i)	(1u << (16 + ((i) & (TCPBUF_MAX_DEPTH - 1))))
+#define TCPBUF_UNLIMITED_BIT	(1u << 31)
+#define TCPBUF_CHECKED_BIT	(1u << 30)
 #endif
 
 /* Map "fallback_ctl" (array, one entry), written by BPF only. */

@@ -789,6 +789,44 @@ TCPBUF_POLICY bool tcpbuf_follow_waits(__s64 before, __s64 target)
 	       d < TCPBUF_FOLLOW_STEP_PAGES;
 }
 
+/* ------------------------------------------------- exact mode's kept pages */
+
+/*
+ * Exact mode: a charge of @pages (negative: an uncharge, no more than the
+ * kernel holds for the socket) where the socket's cgroups hold @kept pages
+ * beyond that. An uncharge is kept while the socket may keep pages (@lazy:
+ * established, no level limited) and TCPBUF_EXACT_SLACK_PAGES are not
+ * passed, and a charge takes kept pages back first: a TCP_RR socket's
+ * charge goes 0, 1, 0 pages every transaction (the forced page of its
+ * request, reclaimed at the ACK), and each step charged every level. A
+ * status gives the kept pages back before it reads (the settle pass).
+ *   kept 0, -1, lazy: kept 1, charge 0;  then +1: kept 0, charge 0;
+ *   kept 8, -1, lazy: kept 0, charge -9;  kept 3, -2, not lazy: charge -5.
+ */
+#define TCPBUF_EXACT_SLACK_PAGES	8
+
+struct tcpbuf_exact_step {
+	__s64 kept;	/* kept after it */
+	__s64 charge;	/* what the socket's cgroups are charged (negative: given back) */
+};
+
+TCPBUF_POLICY struct tcpbuf_exact_step tcpbuf_exact_step(__s64 kept, __s64 pages, bool lazy)
+{
+	struct tcpbuf_exact_step s = { 0, 0 };
+
+	if (kept < 0)
+		kept = 0;
+	if (pages >= 0) {
+		s.kept = kept > pages ? kept - pages : 0;
+		s.charge = pages - (kept - s.kept);
+	} else if (lazy && kept - pages <= TCPBUF_EXACT_SLACK_PAGES) {
+		s.kept = kept - pages;
+	} else {
+		s.charge = pages - kept;
+	}
+	return s;
+}
+
 /* ------------------------------------------------------------ the rest */
 
 /* Whether a cgroup whose unaccounted_sockets just rose to @now tells the

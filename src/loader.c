@@ -36,6 +36,7 @@ struct tcpbuf_bpf {
 	bool adopted;
 	int usage_fd, limits_fd, meta_fd;
 	int reconcile_link_fd;
+	int settle_link_fd;
 	int sock_count_link_fd;
 	char pin_path[PATH_MAX];
 };
@@ -151,9 +152,10 @@ static int try_adopt(struct tcpbuf_bpf *bpf, enum tcpbuf_mode wanted)
 	bpf->usage_fd = obj_get(bpf->pin_path, "", "cgroup_usage");
 	bpf->limits_fd = obj_get(bpf->pin_path, "", "cgroup_limits");
 	bpf->reconcile_link_fd = obj_get(bpf->pin_path, "links/", "reconcile_tcp");
+	bpf->settle_link_fd = obj_get(bpf->pin_path, "links/", "settle_tcp");
 	bpf->sock_count_link_fd = obj_get(bpf->pin_path, "links/", "count_sock_charges");
 	if (bpf->usage_fd < 0 || bpf->limits_fd < 0 || bpf->reconcile_link_fd < 0 ||
-	    bpf->sock_count_link_fd < 0) {
+	    bpf->settle_link_fd < 0 || bpf->sock_count_link_fd < 0) {
 		log_info("%s: pinned maps incomplete; replacing them", bpf->pin_path);
 		return 0;
 	}
@@ -202,6 +204,8 @@ static int attach_and_pin(struct tcpbuf_bpf *bpf, struct bpf_object *obj)
 		err = pin_link(bpf, link, bpf_program__name(prog));
 		if (!err && !strcmp(bpf_program__name(prog), "reconcile_tcp"))
 			bpf->reconcile_link_fd = dup(bpf_link__fd(link));
+		if (!err && !strcmp(bpf_program__name(prog), "settle_tcp"))
+			bpf->settle_link_fd = dup(bpf_link__fd(link));
 		if (!err && !strcmp(bpf_program__name(prog), "count_sock_charges"))
 			bpf->sock_count_link_fd = dup(bpf_link__fd(link));
 		/* The pin holds the attachment; our reference is not needed. */
@@ -438,7 +442,7 @@ static struct tcpbuf_bpf *loader_new(const char *pin_path)
 	if (!bpf)
 		return NULL;
 	bpf->usage_fd = bpf->limits_fd = bpf->meta_fd = -1;
-	bpf->reconcile_link_fd = bpf->sock_count_link_fd = -1;
+	bpf->reconcile_link_fd = bpf->settle_link_fd = bpf->sock_count_link_fd = -1;
 	snprintf(bpf->pin_path, sizeof(bpf->pin_path), "%s", pin_path);
 	return bpf;
 }
@@ -479,6 +483,13 @@ int loader_reconcile(struct tcpbuf_bpf *bpf)
 	return netns_iter_each(bpf->reconcile_link_fd, netns_iter_drain, NULL);
 }
 
+int loader_settle(struct tcpbuf_bpf *bpf)
+{
+	if (bpf->mode == TCPBUF_MODE_SAMPLED)
+		return loader_reconcile(bpf);
+	return netns_iter_each(bpf->settle_link_fd, netns_iter_drain, NULL);
+}
+
 /* One namespace's count, added to *@arg. */
 static int count_add(int fd, void *arg)
 {
@@ -513,6 +524,8 @@ void loader_close(struct tcpbuf_bpf *bpf)
 		close(bpf->meta_fd);
 	if (bpf->reconcile_link_fd >= 0)
 		close(bpf->reconcile_link_fd);
+	if (bpf->settle_link_fd >= 0)
+		close(bpf->settle_link_fd);
 	if (bpf->sock_count_link_fd >= 0)
 		close(bpf->sock_count_link_fd);
 	free(bpf);

@@ -748,6 +748,51 @@ static void check_guard_cases(void)
 	}
 }
 
+/* Exact mode's kept pages: a charge of pages where kept are kept. */
+static const struct exact_step_case {
+	__s64 kept, pages;
+	bool lazy;
+	__s64 want_kept, want_charge;
+} exact_step_cases[] = {
+	{ 0, -1, true, 1, 0 },		/* TCP_RR: the request's page reclaimed, kept */
+	{ 1, 1, true, 0, 0 },		/* and the next request's taken back */
+	{ 0, -1, false, 0, -1 },	/* a limited cgroup's: prompt */
+	{ 1, -1, false, 0, -2 },	/* what was kept goes with it */
+	{ 7, -1, true, 8, 0 },		/* up to the slack */
+	{ 8, -1, true, 0, -9 },		/* past it: all given back */
+	{ 0, -9, true, 0, -9 },		/* a large uncharge: prompt */
+	{ 3, 2, true, 1, 0 },		/* a charge takes kept pages first */
+	{ 3, 5, true, 0, 2 },		/* and charges the rest */
+	{ 3, 5, false, 0, 2 },
+	{ 0, 4, true, 0, 4 },		/* growth: prompt */
+	{ -1, 2, true, 0, 2 },		/* a negative kept counts as none */
+	{ 3, -2, false, 0, -5 },
+};
+
+static void check_exact_step_cases(void)
+{
+	for (size_t i = 0; i < sizeof(exact_step_cases) / sizeof(exact_step_cases[0]); i++) {
+		const struct exact_step_case *k = &exact_step_cases[i];
+		struct tcpbuf_exact_step st = tcpbuf_exact_step(k->kept, k->pages, k->lazy);
+
+		if (st.kept != k->want_kept || st.charge != k->want_charge)
+			test_log("exact step: kept %lld, %+lld pages, lazy %d: kept %lld charge %lld",
+				 (long long)k->kept, (long long)k->pages, k->lazy,
+				 (long long)st.kept, (long long)st.charge);
+		EXPECT_EQ(st.kept, k->want_kept);
+		EXPECT_EQ(st.charge, k->want_charge);
+	}
+	/* Whatever happens, the cgroups hold what the kernel does plus what is kept. */
+	for (__s64 kept = 0; kept <= TCPBUF_EXACT_SLACK_PAGES; kept++)
+		for (__s64 pages = -20; pages <= 20; pages++)
+			for (int lazy = 0; lazy <= 1; lazy++) {
+				struct tcpbuf_exact_step st = tcpbuf_exact_step(kept, pages, lazy);
+
+				EXPECT_EQ(st.charge - st.kept, pages - kept);
+				EXPECT_TRUE(st.kept >= 0 && st.kept <= TCPBUF_EXACT_SLACK_PAGES);
+			}
+}
+
 /* ------------------------------------------------------------- the sweep */
 
 static long mismatches;
@@ -1064,6 +1109,7 @@ int main(void)
 	check_floor_cases();
 	check_zones_order();
 	check_guard_cases();
+	check_exact_step_cases();
 	sweep_states();
 	sweep_caps();
 	sweep_buffers();
