@@ -312,6 +312,16 @@ static __always_inline bool level_skipped(struct sock_charge *sc, __u32 i, __s64
 	return true;
 }
 
+/* Level @i of a walk up @sc's ancestry: its cgroup id in *@id, or false
+ * past the last. */
+static __always_inline bool ancestry_level(const struct sock_charge *sc, __u64 i, __u64 *id)
+{
+	if (i >= TCPBUF_MAX_DEPTH || i >= sc->levels)
+		return false;
+	*id = sc->ancestors[i & (TCPBUF_MAX_DEPTH - 1)];
+	return true;
+}
+
 /* The cgroup at ancestors[@i] of the socket whose entry is @sc. */
 static __always_inline void charge_one_cgroup(struct sock_charge *sc, __u32 i, __s64 pages,
 					      __s64 sockets)
@@ -671,9 +681,8 @@ static long uncount_level(__u64 i, void *ctx)
 	struct cgroup_usage *u;
 	__u64 id;
 
-	if (i >= TCPBUF_MAX_DEPTH || i >= w->sc->levels)
+	if (!ancestry_level(w->sc, i, &id))
 		return 1;
-	id = w->sc->ancestors[i & (TCPBUF_MAX_DEPTH - 1)];
 	u = bpf_map_lookup_elem(&cgroup_usage, &id);
 	if (!u)
 		return 0;
@@ -787,9 +796,8 @@ static long guard_walk_level(__u64 i, void *ctx)
 	struct cgroup_usage *u;
 	__u64 id;
 
-	if (i >= TCPBUF_MAX_DEPTH || i >= w->sc->levels)
+	if (!ancestry_level(w->sc, i, &id))
 		return 1;
-	id = w->sc->ancestors[i & (TCPBUF_MAX_DEPTH - 1)];
 	u = bpf_map_lookup_elem(&cgroup_usage, &id);
 	if (usage_limited(u))
 		near_guard_update(id, u, u->usage_pages);

@@ -94,9 +94,8 @@ static long unaccounted_level(__u64 i, void *ctx)
 	__u64 id;
 	__u32 now;
 
-	if (i >= TCPBUF_MAX_DEPTH || i >= w->sc->levels)
+	if (!ancestry_level(w->sc, i, &id))
 		return 1;
-	id = w->sc->ancestors[i & (TCPBUF_MAX_DEPTH - 1)];
 	u = bpf_map_lookup_elem(&cgroup_usage, &id);
 	if (!u && w->delta > 0)
 		u = usage_entry_make(w->sc, i, id);
