@@ -302,7 +302,9 @@ static int ingress_attach(struct enforcer *e, const struct enforce_cgroup *cg)
  * (tcpbuf_near_next()). Its ingress is linked from its limit on: a burst of
  * connections into it then meets ingress (the SYN drop while it turns
  * crowded) at once, not once the daemon has answered that first socket.
- * Ingress runs only for limited subtrees, so it costs nothing meanwhile.
+ * Meanwhile each segment to a limited subtree pays ingress's first lookups
+ * (a socket not armed passes there): with today's sysctls, limits under
+ * twice a socket's reach, i.e. most containers', keep ingress linked.
  */
 static bool near_at_first_socket(const struct enforcer *e)
 {
