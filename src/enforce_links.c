@@ -284,6 +284,12 @@ static int ingress_attach(struct enforcer *e, const struct enforce_cgroup *cg)
 		return 0;
 	snprintf(name, sizeof(name), "ingress-%llu", (unsigned long long)cg->id);
 	r = cgroup_link_ensure(e, e->ingress_prog, cg->path, name, &l.fd);
+	/* Removed meanwhile: nothing left to enforce there, and its removal,
+	 * on its way, takes it off the list. Churn would log it each sync. */
+	if (r == -ENOENT) {
+		log_debug("%s: gone before ingress refusal could be attached", cg->path);
+		return 0;
+	}
 	if (r) {
 		log_err("%s: cannot attach ingress refusal: %s", cg->path, strerror(-r));
 		return r;
