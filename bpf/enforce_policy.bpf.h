@@ -292,6 +292,12 @@ __noinline int crowded_bit(__u32 near, __s64 sockets, __u64 pressure_pages, __u6
 				   max_pages) ? TCPBUF_NEAR_CROWDED : 0;
 }
 
+/* near_bounded(), global for the same reason. */
+__noinline int bounded_next(__s64 sockets, __u64 pressure_pages, __u64 max_pages)
+{
+	return near_bounded(sockets, pressure_pages, max_pages);
+}
+
 /* near_dormant_next(), global for the same reason. */
 __noinline int dormant_next(__u32 dormant, __s64 usage, __u64 pressure_pages, __u64 max_pages,
 			    __s64 sockets)
@@ -308,9 +314,18 @@ static __always_inline __u32 near_decide(struct cgroup_usage *u)
 				   u->limits.pressure_pages, u->limits.max_pages);
 	want = counted && dormant_next(cs->dormant, u->usage_pages, u->limits.pressure_pages,
 				       u->limits.max_pages, cs->sockets);
-	/* A plain store: a concurrent count decides the same from the same. */
-	if (want != cs->dormant)
+	if (want && bounded_next(cs->sockets, u->limits.pressure_pages, u->limits.max_pages))
+		want |= TCPBUF_DORMANT_BOUNDED;
+	/* A plain store: a concurrent count decides the same from the same.
+	 * Stored before the epoch moves, so an ingress look begun at the
+	 * old epoch notes nothing that holds at the new one. */
+	if (want != cs->dormant) {
+		__u32 was = cs->dormant;
+
 		cs->dormant = want;
+		if ((want ^ was) & TCPBUF_DORMANT_BOUNDED)
+			bounded_epoch_bump();
+	}
 	if (!counted || want)
 		return 0;
 	/* Near, and crowded too (bit 1) where its sockets' floors say so. */
@@ -368,15 +383,16 @@ static __always_inline __u32 near_update(__u64 id, struct cgroup_usage *u)
 	 * TCPBUF_NEAR_DORMANT, or far), so the daemon links the samplers that
 	 * follow a dormant cgroup's sockets, and unlinks them once none needs
 	 * them. */
-	dormant = near_guard_followed && dormant != cs->dormant ? cs->dormant : 2;
-	if (new == old && dormant == 2)
+	dormant = near_guard_followed && dormant != cs->dormant ? cs->dormant : 4;
+	if (new == old && dormant == 4)
 		return new;
 	if (new != old && !near_swap(cs, old, new))
 		return cs->near;	/* a concurrent count decided */
 	/* When it turned crowded: the SYN drop waits for the listeners'
 	 * pass that long at most (crowd_syn_refused()). */
 	cs->crowd_ms = new & ~old & TCPBUF_NEAR_CROWDED ? bpf_ktime_get_ns() / 1000000 : cs->crowd_ms;
-	near_event(id, cs->sockets, old, new | (dormant == 1 ? TCPBUF_NEAR_DORMANT : 0));
+	/* Dormant as TCPBUF_NEAR_DORMANT, bounded too as TCPBUF_NEAR_BOUNDED. */
+	near_event(id, cs->sockets, old, new | (dormant < 4 ? dormant << 2 : 0));
 	return new;
 }
 
