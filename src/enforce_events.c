@@ -253,6 +253,7 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 
 		if (ev->kind == TCPBUF_EVENT_NEAR)
 			log_debug("%s: %s its thresholds%s at %lld sockets", path ? path : "?",
+				  ev->new_state & TCPBUF_NEAR_BOUNDED ? "dormant, bounded, near" :
 				  ev->new_state & TCPBUF_NEAR_DORMANT ? "dormant, followed, near" : "near",
 				  ev->new_state & TCPBUF_NEAR_CROWDED ? ", crowded," : "",
 				  (long long)ev->usage_pages);
