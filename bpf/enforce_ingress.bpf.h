@@ -334,14 +334,15 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 	 * leaves it stale. */
 	epoch = *(volatile __u32 *)&ctl->epoch;
 	v = verdict_of(sc);
-	/* Followed: bounded now (looked at once per epoch), or no longer
-	 * (its buffers grew past the bound since a look found it bounded). */
+	/* Followed: bounded now (looked at once per epoch, which moves as a
+	 * level enters bounded), or no longer (its buffers grew past the
+	 * bound since a look found it bounded). */
 	if (near_guard_bounded_rcvbuf && (sc->enforce.flags & TCPBUF_SE_FOLLOWED)) {
 		bool ok = sock_bounded_ok(sk);
 
-		if (ok ? !tcpbuf_verdict_valid(&v, epoch, TCPBUF_VERDICT_NO_CLOCK,
-					       TCPBUF_V_BOUND_LOOKED)
-		       : !!(v.bits & TCPBUF_V_BOUNDED)) {
+		if (!tcpbuf_verdict_valid(&v, epoch, TCPBUF_VERDICT_NO_CLOCK,
+					  TCPBUF_V_BOUND_LOOKED) ||
+		    (!ok && (v.bits & TCPBUF_V_BOUNDED))) {
 			bool bounded = bounded_look(sc, ok);
 
 			nv = tcpbuf_verdict_with(v, epoch, TCPBUF_V_BOUND_LOOKED |

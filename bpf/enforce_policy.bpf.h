@@ -305,7 +305,7 @@ __noinline int dormant_next(__u32 dormant, __s64 usage, __u64 pressure_pages, __
 	return near_dormant_next(dormant, usage, pressure_pages, max_pages, sockets);
 }
 
-static __always_inline __u32 near_decide(struct cgroup_usage *u)
+static __always_inline __u32 near_decide(struct cgroup_usage *u, bool grew)
 {
 	struct cgroup_sockets *cs = &u->established;
 	__u32 counted, want;
@@ -314,7 +314,13 @@ static __always_inline __u32 near_decide(struct cgroup_usage *u)
 				   u->limits.pressure_pages, u->limits.max_pages);
 	want = counted && dormant_next(cs->dormant, u->usage_pages, u->limits.pressure_pages,
 				       u->limits.max_pages, cs->sockets);
-	if (want && bounded_next(cs->sockets, u->limits.pressure_pages, u->limits.max_pages))
+	/* Bounded is entered only as a socket is counted (its buffers are
+	 * the ones it starts with; the epoch's bump below makes every other
+	 * socket's ingress look again, and one whose buffers grew takes the
+	 * level out at once), and kept while the count fits: a level that
+	 * left it stays followed until its count changes. */
+	if (want && (grew || (cs->dormant & TCPBUF_DORMANT_BOUNDED)) &&
+	    bounded_next(cs->sockets, u->limits.pressure_pages, u->limits.max_pages))
 		want |= TCPBUF_DORMANT_BOUNDED;
 	/* A plain store: a concurrent count decides the same from the same.
 	 * Stored before the epoch moves, so an ingress look begun at the
@@ -368,7 +374,7 @@ __noinline int near_event(__u64 id, __s64 sockets, __u32 old, __u32 new)
 	return 0;
 }
 
-static __always_inline __u32 near_update(__u64 id, struct cgroup_usage *u)
+static __always_inline __u32 near_update(__u64 id, struct cgroup_usage *u, bool grew)
 {
 	struct cgroup_sockets *cs = &u->established;
 	__u32 old = cs->near, new, dormant;
@@ -378,7 +384,7 @@ static __always_inline __u32 near_update(__u64 id, struct cgroup_usage *u)
 	if (!usage_limited(u))
 		return 0;
 	dormant = cs->dormant;
-	new = near_decide(u);
+	new = near_decide(u, grew);
 	/* Sampled mode: dormant now or no longer is told too (as
 	 * TCPBUF_NEAR_DORMANT, or far), so the daemon links the samplers that
 	 * follow a dormant cgroup's sockets, and unlinks them once none needs
@@ -415,7 +421,7 @@ static long count_walk_level(__u64 i, void *ctx)
 		__sync_fetch_and_add(&u->established.senders, w->senders);
 	/* An unknown value, not a constant: the verifier then checks this
 	 * callback once, not once per value the caller's flag could hold. */
-	w->near |= near_update(id, u) | u->established.dormant << 2;
+	w->near |= near_update(id, u, w->sockets > 0) | u->established.dormant << 2;
 	return 0;
 }
 
