@@ -151,7 +151,7 @@ const volatile __u32 near_guard_followed = 0;
 const volatile __u32 near_guard_writer_pages = 0;
 
 /* Sampled mode: the sk_rcvbuf a bounded cgroup's sockets may have (bytes,
- * tcp_rmem[1]; tcpbuf_bounded()); 0, never bounded. */
+ * loader_bounded_rcvbuf(); tcpbuf_bounded()); 0, never bounded. */
 const volatile __u32 near_guard_bounded_rcvbuf = 0;
 
 /* cgroup_sockets.dormant: bit 0 dormant, bit 1 bounded too. */

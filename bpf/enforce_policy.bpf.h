@@ -305,6 +305,18 @@ __noinline int dormant_next(__u32 dormant, __s64 usage, __u64 pressure_pages, __
 	return near_dormant_next(dormant, usage, pressure_pages, max_pages, sockets);
 }
 
+/* Near now: not dormant any more, cleared after near was set. */
+static __always_inline void near_dormant_clear(struct cgroup_sockets *cs)
+{
+	__u32 was = cs->dormant;
+
+	if (!was)
+		return;
+	cs->dormant = 0;
+	if (was & TCPBUF_DORMANT_BOUNDED)
+		bounded_epoch_bump();
+}
+
 static __always_inline __u32 near_decide(struct cgroup_usage *u, bool grew)
 {
 	struct cgroup_sockets *cs = &u->established;
@@ -324,8 +336,11 @@ static __always_inline __u32 near_decide(struct cgroup_usage *u, bool grew)
 		want |= TCPBUF_DORMANT_BOUNDED;
 	/* A plain store: a concurrent count decides the same from the same.
 	 * Stored before the epoch moves, so an ingress look begun at the
-	 * old epoch notes nothing that holds at the new one. */
-	if (want != cs->dormant) {
+	 * old epoch notes nothing that holds at the new one. Going near,
+	 * dormant is cleared only once near is set (near_dormant_clear()):
+	 * an entry with both clear reads as far, and a daemon looking then
+	 * would unlink what follows its sockets (near_any()). */
+	if (want != cs->dormant && (want || !counted)) {
 		__u32 was = cs->dormant;
 
 		cs->dormant = want;
@@ -385,6 +400,10 @@ static __always_inline __u32 near_update(__u64 id, struct cgroup_usage *u, bool 
 		return 0;
 	dormant = cs->dormant;
 	new = near_decide(u, grew);
+	if (new != old && !near_swap(cs, old, new))
+		return cs->near;	/* a concurrent count decided */
+	if (new & 1)
+		near_dormant_clear(cs);
 	/* Sampled mode: dormant now or no longer is told too (as
 	 * TCPBUF_NEAR_DORMANT, or far), so the daemon links the samplers that
 	 * follow a dormant cgroup's sockets, and unlinks them once none needs
@@ -392,8 +411,6 @@ static __always_inline __u32 near_update(__u64 id, struct cgroup_usage *u, bool 
 	dormant = near_guard_followed && dormant != cs->dormant ? cs->dormant : 4;
 	if (new == old && dormant == 4)
 		return new;
-	if (new != old && !near_swap(cs, old, new))
-		return cs->near;	/* a concurrent count decided */
 	/* When it turned crowded: the SYN drop waits for the listeners'
 	 * pass that long at most (crowd_syn_refused()). */
 	cs->crowd_ms = new & ~old & TCPBUF_NEAR_CROWDED ? bpf_ktime_get_ns() / 1000000 : cs->crowd_ms;

@@ -35,6 +35,8 @@ static long limits_refresh_one(struct bpf_map *map, __u64 *key, struct cgroup_us
 		cs->dormant = 0;
 	if (new != old)
 		near_swap(cs, old, new);
+	if (new & 1)
+		near_dormant_clear(cs);
 	return 0;
 }
 

@@ -340,7 +340,8 @@ TCPBUF_POLICY __s64 tcpbuf_near_guard_writers(__s64 guard, __u64 pressure_pages,
  * side: a receiver queues at most its sk_rcvbuf and one skb more, a writer
  * one skb past its sk_sndbuf, and each keeps a page of forward allocation
  * (TCPBUF_BOUNDED_SLACK_PAGES). @sock_pages is that bound for a socket whose
- * sk_rcvbuf is at most the bounded size (tcpbuf_bounded_sock_pages()); ingress
+ * sk_rcvbuf is at most the bounded size (tcpbuf_bounded_sock_pages(), 1 MiB:
+ * what a request/response connection's autotuning stays under); ingress
  * checks every segment's socket is still within it (tcpbuf_bounded_sock_ok()),
  * since only a segment that passes ingress can queue beyond it, and leaves
  * bounded otherwise. @sock_pages 0: never bounded.

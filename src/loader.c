@@ -262,8 +262,11 @@ unsigned loader_guard_writer_pages(enum tcpbuf_mode mode)
 }
 
 /* The sk_rcvbuf a bounded cgroup's sockets may have (sampled mode; 0 in
- * exact mode, and with TCPBUF_NO_BOUNDED): the one a socket starts with,
- * tcp_rmem[1] (tcpbuf_bounded()). */
+ * exact mode, and with TCPBUF_NO_BOUNDED; tcpbuf_bounded()): what
+ * autotuning gives a request/response connection (it doubles a 128 KiB
+ * tcp_rmem[1] on a loaded host), at least tcp_rmem[1]. */
+#define BOUNDED_RCVBUF	(1 << 20)
+
 unsigned loader_bounded_rcvbuf(enum tcpbuf_mode mode)
 {
 	long rmem[3] = { 4096, 131072, 6 << 20 };
@@ -276,7 +279,9 @@ unsigned loader_bounded_rcvbuf(enum tcpbuf_mode mode)
 			rmem[1] = 131072;
 		fclose(f);
 	}
-	return rmem[1] > 0 && rmem[1] < (1L << 30) ? (unsigned)rmem[1] : 0;
+	if (rmem[1] < BOUNDED_RCVBUF)
+		rmem[1] = BOUNDED_RCVBUF;
+	return rmem[1] < (1L << 30) ? (unsigned)rmem[1] : 0;
 }
 
 static int load_exact(struct tcpbuf_bpf *bpf)

@@ -736,6 +736,9 @@ static const struct bounded_case {
 	{ 2, 4 << 20, 2048, false },	/* 4 MiB receivers: 2 x 1059 */
 	{ 1, 4 << 20, 2048, true },
 	{ 2, 0, 2048, false },		/* no bounded size (exact mode) */
+	{ 2, 1 << 20, 2048, true },	/* the daemon's 1 MiB: 2 x 291 */
+	{ 2, 1 << 20, 582, false },
+	{ 2, 1 << 20, 583, true },
 };
 
 static const struct bounded_sock_case {
