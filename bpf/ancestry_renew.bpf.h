@@ -69,7 +69,7 @@ static __always_inline bool ancestry_move_one(struct sock_charge *sc, __u32 i, _
 	if (fallback)
 		__sync_fetch_and_add(&u->unaccounted_sockets, (__s32)sign);
 	if (counted)
-		near_update(id, u);
+		near_update(id, u, false);
 	return true;
 }
 

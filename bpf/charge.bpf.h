@@ -150,6 +150,43 @@ const volatile __u32 near_guard_followed = 0;
  * (tcpbuf_near_guard_writers()). */
 const volatile __u32 near_guard_writer_pages = 0;
 
+/* Sampled mode: the sk_rcvbuf a bounded cgroup's sockets may have (bytes,
+ * loader_bounded_rcvbuf(); tcpbuf_bounded()); 0, never bounded. */
+const volatile __u32 near_guard_bounded_rcvbuf = 0;
+
+/* cgroup_sockets.dormant: bit 0 dormant, bit 1 bounded too. */
+#define TCPBUF_DORMANT_BOUNDED	2
+
+/* Whether a dormant cgroup with @sockets is bounded (tcpbuf_bounded()). */
+static __always_inline bool near_bounded(__s64 sockets, __u64 pressure_pages, __u64 max_pages)
+{
+	if (!near_guard_bounded_rcvbuf || !near_guard_growth)
+		return false;
+	return tcpbuf_bounded(sockets, tcpbuf_bounded_sock_pages(near_guard_bounded_rcvbuf),
+			      tcpbuf_near_guard_writers(tcpbuf_near_guard(pressure_pages, max_pages,
+									  sockets,
+									  near_guard_growth),
+							pressure_pages, max_pages, sockets,
+							near_guard_writer_pages));
+}
+
+/* Whether a socket's buffers are still within what bounded assumed. */
+static __always_inline bool sock_bounded_ok(const struct sock *sk)
+{
+	return tcpbuf_bounded_sock_ok(sk->sk_rcvbuf, sk->sk_sndbuf, near_guard_bounded_rcvbuf,
+				      (__s64)near_guard_writer_pages << TCPBUF_PAGE_SHIFT);
+}
+
+/* A level left bounded (or became it): no socket's bounded verdict
+ * (TCPBUF_V_BOUNDED) holds any more. */
+static __always_inline void bounded_epoch_bump(void)
+{
+	struct tcpbuf_enforce_ctl *ctl = enforce_ctl_get();
+
+	if (ctl)
+		__sync_fetch_and_add(&ctl->epoch, 1);
+}
+
 /* Whether a cgroup near by its sockets' reach is dormant (@dormant before)
  * at @usage with @sockets and its thresholds (never with no growth). */
 static __always_inline bool near_dormant_next(__u32 dormant, __s64 usage, __u64 pressure_pages,
@@ -183,6 +220,8 @@ __noinline int near_guard_turn(__u64 id, struct cgroup_usage *u, int want)
 	 * same, and a second event only sweeps again. Ordered so that near
 	 * and dormant are never both clear: the daemon would take the cgroup
 	 * for far and unlink what follows it (near_any()). */
+	if (u->established.dormant & TCPBUF_DORMANT_BOUNDED)
+		bounded_epoch_bump();
 	if (want)
 		u->established.dormant = want;
 	near_swap(&u->established, u->established.near, !want);

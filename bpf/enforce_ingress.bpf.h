@@ -211,6 +211,78 @@ static __always_inline __s64 footprint_with_pages(const struct sock *sk, __s64 b
 	return (held + TCPBUF_PAGE_SIZE - 1) >> TCPBUF_PAGE_SHIFT;
 }
 
+/*
+ * Bounded (sampled mode, tcpbuf_bounded()): the socket's verdict says every
+ * limited level of its was bounded or far at this epoch, and its buffers
+ * are still within the bound, so nothing this segment brings can matter:
+ * told with plain loads, no helper call.
+ */
+static __always_inline bool ingress_bounded(const struct sock *sk, struct tcpbuf_enforce_ctl *ctl)
+{
+	const struct sock_charge *p;
+	union sock_verdict v;
+	bool sure;
+
+	p = sock_charge_peek(sk, &sure);
+	if (!p || !(p->enforce.flags & TCPBUF_SE_FOLLOWED))
+		return false;
+	v.word = p->verdict.word;
+	return (v.bits & TCPBUF_V_BOUNDED) && v.epoch == *(volatile __u32 *)&ctl->epoch &&
+	       sock_bounded_ok(sk);
+}
+
+struct bounded_walk {
+	struct ancestry a;
+	__u32 ok;	/* the socket's buffers are within the bound */
+	__u32 bounded;	/* every limited level bounded or far */
+	__u32 left;	/* levels this look took out of bounded */
+};
+
+static long bounded_walk_level(__u64 i, void *ctx)
+{
+	struct bounded_walk *w = ctx;
+	struct cgroup_usage *u;
+	__u32 d;
+	__u64 id;
+
+	if (!walk_level(&w->a, i, &id))
+		return 1;
+	u = bpf_map_lookup_elem(&cgroup_usage, &id);
+	if (!usage_limited(u))
+		return 0;
+	d = u->established.dormant;
+	if (u->established.near & 1 || (d && !(d & TCPBUF_DORMANT_BOUNDED))) {
+		w->bounded = 0;
+		return 0;
+	}
+	/* Its buffers grew past the bound: the level is followed from now
+	 * on (the daemon links the samplers; this and the next segments are
+	 * charged here meanwhile). More than one socket for the event, so
+	 * the daemon is woken and sweeps. */
+	if (!w->ok && (d & TCPBUF_DORMANT_BOUNDED) &&
+	    __sync_bool_compare_and_swap(&u->established.dormant, d, d & ~TCPBUF_DORMANT_BOUNDED)) {
+		w->left++;
+		near_event(id, u->established.sockets > 1 ? u->established.sockets : 2,
+			   u->established.near, TCPBUF_NEAR_DORMANT);
+	}
+	return 0;
+}
+
+/* Whether the followed socket of @sc is bounded (@ok: its buffers are
+ * within the bound); if not @ok, takes its bounded levels out of it.
+ * Global: checked once, apart from ingress's own walk. */
+__noinline int bounded_look(struct sock_charge *sc, int ok)
+{
+	struct bounded_walk w = { .a.sc = sc, .ok = !!ok, .bounded = !!ok };
+
+	if (!sc)
+		return 0;
+	bpf_loop(TCPBUF_MAX_DEPTH, bounded_walk_level, &w, 0);
+	if (w.left)
+		bounded_epoch_bump();
+	return w.bounded;
+}
+
 static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 {
 	struct tcpbuf_enforce_ctl *ctl = enforce_ctl_get();
@@ -233,6 +305,8 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 	sk = (struct sock *)tp;
 	if (bsk->state == BPF_TCP_LISTEN)
 		return !(tcp_pure_syn(skb) && crowd_syn_refused(tp));
+	if (near_guard_bounded_rcvbuf && ingress_bounded(sk, ctl))
+		return 1;
 	/* Not armed: every limited ancestor is far, nothing it receives can
 	 * matter (tcpbuf_near_next()). */
 	sc = sock_armed_charge(sk);
@@ -260,6 +334,27 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 	 * leaves it stale. */
 	epoch = *(volatile __u32 *)&ctl->epoch;
 	v = verdict_of(sc);
+	/* Followed: bounded now (looked at once per epoch, which moves as a
+	 * level enters bounded), or no longer (its buffers grew past the
+	 * bound since a look found it bounded). */
+	if (near_guard_bounded_rcvbuf && (sc->enforce.flags & TCPBUF_SE_FOLLOWED)) {
+		bool ok = sock_bounded_ok(sk);
+
+		if (!tcpbuf_verdict_valid(&v, epoch, TCPBUF_VERDICT_NO_CLOCK,
+					  TCPBUF_V_BOUND_LOOKED) ||
+		    (!ok && (v.bits & TCPBUF_V_BOUNDED))) {
+			bool bounded = bounded_look(sc, ok);
+
+			nv = tcpbuf_verdict_with(v, epoch, TCPBUF_V_BOUND_LOOKED |
+						 (bounded ? TCPBUF_V_BOUNDED : 0),
+						 bounded ? 0 : TCPBUF_V_BOUNDED, 0, 0);
+			if (__sync_val_compare_and_swap(&sc->verdict.word, v.word, nv.word) ==
+			    v.word)
+				v = nv;
+			if (bounded)
+				return 1;
+		}
+	}
 	if (tcpbuf_verdict_valid(&v, epoch, TCPBUF_VERDICT_NO_CLOCK, TCPBUF_V_CLEAR) &&
 	    w.pages <= TCPBUF_INGRESS_TRUST_PAGES) {
 		near_max = false;

@@ -292,6 +292,12 @@ __noinline int crowded_bit(__u32 near, __s64 sockets, __u64 pressure_pages, __u6
 				   max_pages) ? TCPBUF_NEAR_CROWDED : 0;
 }
 
+/* near_bounded(), global for the same reason. */
+__noinline int bounded_next(__s64 sockets, __u64 pressure_pages, __u64 max_pages)
+{
+	return near_bounded(sockets, pressure_pages, max_pages);
+}
+
 /* near_dormant_next(), global for the same reason. */
 __noinline int dormant_next(__u32 dormant, __s64 usage, __u64 pressure_pages, __u64 max_pages,
 			    __s64 sockets)
@@ -299,7 +305,19 @@ __noinline int dormant_next(__u32 dormant, __s64 usage, __u64 pressure_pages, __
 	return near_dormant_next(dormant, usage, pressure_pages, max_pages, sockets);
 }
 
-static __always_inline __u32 near_decide(struct cgroup_usage *u)
+/* Near now: not dormant any more, cleared after near was set. */
+static __always_inline void near_dormant_clear(struct cgroup_sockets *cs)
+{
+	__u32 was = cs->dormant;
+
+	if (!was)
+		return;
+	cs->dormant = 0;
+	if (was & TCPBUF_DORMANT_BOUNDED)
+		bounded_epoch_bump();
+}
+
+static __always_inline __u32 near_decide(struct cgroup_usage *u, bool grew)
 {
 	struct cgroup_sockets *cs = &u->established;
 	__u32 counted, want;
@@ -308,9 +326,27 @@ static __always_inline __u32 near_decide(struct cgroup_usage *u)
 				   u->limits.pressure_pages, u->limits.max_pages);
 	want = counted && dormant_next(cs->dormant, u->usage_pages, u->limits.pressure_pages,
 				       u->limits.max_pages, cs->sockets);
-	/* A plain store: a concurrent count decides the same from the same. */
-	if (want != cs->dormant)
+	/* Bounded is entered only as a socket is counted (its buffers are
+	 * the ones it starts with; the epoch's bump below makes every other
+	 * socket's ingress look again, and one whose buffers grew takes the
+	 * level out at once), and kept while the count fits: a level that
+	 * left it stays followed until its count changes. */
+	if (want && (grew || (cs->dormant & TCPBUF_DORMANT_BOUNDED)) &&
+	    bounded_next(cs->sockets, u->limits.pressure_pages, u->limits.max_pages))
+		want |= TCPBUF_DORMANT_BOUNDED;
+	/* A plain store: a concurrent count decides the same from the same.
+	 * Stored before the epoch moves, so an ingress look begun at the
+	 * old epoch notes nothing that holds at the new one. Going near,
+	 * dormant is cleared only once near is set (near_dormant_clear()):
+	 * an entry with both clear reads as far, and a daemon looking then
+	 * would unlink what follows its sockets (near_any()). */
+	if (want != cs->dormant && (want || !counted)) {
+		__u32 was = cs->dormant;
+
 		cs->dormant = want;
+		if ((want ^ was) & TCPBUF_DORMANT_BOUNDED)
+			bounded_epoch_bump();
+	}
 	if (!counted || want)
 		return 0;
 	/* Near, and crowded too (bit 1) where its sockets' floors say so. */
@@ -353,7 +389,7 @@ __noinline int near_event(__u64 id, __s64 sockets, __u32 old, __u32 new)
 	return 0;
 }
 
-static __always_inline __u32 near_update(__u64 id, struct cgroup_usage *u)
+static __always_inline __u32 near_update(__u64 id, struct cgroup_usage *u, bool grew)
 {
 	struct cgroup_sockets *cs = &u->established;
 	__u32 old = cs->near, new, dormant;
@@ -363,20 +399,23 @@ static __always_inline __u32 near_update(__u64 id, struct cgroup_usage *u)
 	if (!usage_limited(u))
 		return 0;
 	dormant = cs->dormant;
-	new = near_decide(u);
+	new = near_decide(u, grew);
+	if (new != old && !near_swap(cs, old, new))
+		return cs->near;	/* a concurrent count decided */
+	if (new & 1)
+		near_dormant_clear(cs);
 	/* Sampled mode: dormant now or no longer is told too (as
 	 * TCPBUF_NEAR_DORMANT, or far), so the daemon links the samplers that
 	 * follow a dormant cgroup's sockets, and unlinks them once none needs
 	 * them. */
-	dormant = near_guard_followed && dormant != cs->dormant ? cs->dormant : 2;
-	if (new == old && dormant == 2)
+	dormant = near_guard_followed && dormant != cs->dormant ? cs->dormant : 4;
+	if (new == old && dormant == 4)
 		return new;
-	if (new != old && !near_swap(cs, old, new))
-		return cs->near;	/* a concurrent count decided */
 	/* When it turned crowded: the SYN drop waits for the listeners'
 	 * pass that long at most (crowd_syn_refused()). */
 	cs->crowd_ms = new & ~old & TCPBUF_NEAR_CROWDED ? bpf_ktime_get_ns() / 1000000 : cs->crowd_ms;
-	near_event(id, cs->sockets, old, new | (dormant == 1 ? TCPBUF_NEAR_DORMANT : 0));
+	/* Dormant as TCPBUF_NEAR_DORMANT, bounded too as TCPBUF_NEAR_BOUNDED. */
+	near_event(id, cs->sockets, old, new | (dormant < 4 ? dormant << 2 : 0));
 	return new;
 }
 
@@ -399,7 +438,7 @@ static long count_walk_level(__u64 i, void *ctx)
 		__sync_fetch_and_add(&u->established.senders, w->senders);
 	/* An unknown value, not a constant: the verifier then checks this
 	 * callback once, not once per value the caller's flag could hold. */
-	w->near |= near_update(id, u) | u->established.dormant << 2;
+	w->near |= near_update(id, u, w->sockets > 0) | u->established.dormant << 2;
 	return 0;
 }
 

@@ -30,11 +30,13 @@ static long limits_refresh_one(struct bpf_map *map, __u64 *key, struct cgroup_us
 	 * count decide where they happen (near_update()). */
 	cs = &u->established;
 	old = cs->near;
-	new = l ? near_decide(u) : 0;
+	new = l ? near_decide(u, false) : 0;
 	if (!l)
 		cs->dormant = 0;
 	if (new != old)
 		near_swap(cs, old, new);
+	if (new & 1)
+		near_dormant_clear(cs);
 	return 0;
 }
 

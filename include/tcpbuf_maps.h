@@ -148,6 +148,9 @@ struct sock_enforce {
 #define TCPBUF_V_SND_AT_CAP	4	/* settled with sk_sndbuf at its cap: growth is no
 					 * reason for a new pass */
 #define TCPBUF_V_CLEAR		8	/* ingress: every limited level below its watch point */
+#define TCPBUF_V_BOUNDED	16	/* ingress: every limited level bounded or far (sampled mode,
+					 * tcpbuf_bounded()) */
+#define TCPBUF_V_BOUND_LOOKED	32	/* ingress: asked whether it is bounded at this epoch */
 
 /*
  * A socket's verdict: what its last looks found, good only while the host's

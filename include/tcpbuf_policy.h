@@ -332,6 +332,46 @@ TCPBUF_POLICY __s64 tcpbuf_near_guard_writers(__s64 guard, __u64 pressure_pages,
 	return room > 0 ? room : 0;
 }
 
+/*
+ * Bounded (sampled mode): a dormant cgroup whose sockets' kernel buffers
+ * cannot add up to its guard (tcpbuf_near_guard_writers()), so nothing needs
+ * to follow them: no sampler, no charge at ingress. The guard already keeps
+ * each socket's largest sk_sndbuf below max; what is left is the receive
+ * side: a receiver queues at most its sk_rcvbuf and one skb more, a writer
+ * one skb past its sk_sndbuf, and each keeps a page of forward allocation
+ * (TCPBUF_BOUNDED_SLACK_PAGES). @sock_pages is that bound for a socket whose
+ * sk_rcvbuf is at most the bounded size (tcpbuf_bounded_sock_pages(), 1 MiB:
+ * what a request/response connection's autotuning stays under); ingress
+ * checks every segment's socket is still within it (tcpbuf_bounded_sock_ok()),
+ * since only a segment that passes ingress can queue beyond it, and leaves
+ * bounded otherwise. @sock_pages 0: never bounded.
+ */
+#define TCPBUF_BOUNDED_SLACK_PAGES	35	/* two 64 KiB skbs with overhead, one page */
+
+TCPBUF_POLICY __u64 tcpbuf_bounded_sock_pages(__u64 rcvbuf_bytes)
+{
+	if (!rcvbuf_bytes)
+		return 0;
+	return ((rcvbuf_bytes + TCPBUF_PAGE_SIZE - 1) >> TCPBUF_PAGE_SHIFT) +
+	       TCPBUF_BOUNDED_SLACK_PAGES;
+}
+
+TCPBUF_POLICY bool tcpbuf_bounded(__s64 sockets, __u64 sock_pages, __s64 guard_pages)
+{
+	return sockets > 0 && sockets <= TCPBUF_FOLLOW_SOCKETS && sock_pages &&
+	       (__s64)((__u64)sockets * sock_pages) < guard_pages;
+}
+
+/* Whether a socket's buffers are still those bounded assumed: sk_rcvbuf at
+ * most @rcvbuf_bound (autotuning, SO_RCVBUF and tcpbufd's own caps raise it),
+ * sk_sndbuf at most the writers' ceiling the guard keeps below max (SO_SNDBUF
+ * reaches past it). */
+TCPBUF_POLICY bool tcpbuf_bounded_sock_ok(__s64 rcvbuf, __s64 sndbuf, __s64 rcvbuf_bound,
+					  __s64 sndbuf_bound)
+{
+	return rcvbuf_bound > 0 && rcvbuf <= rcvbuf_bound && sndbuf <= sndbuf_bound;
+}
+
 /* tcpbuf_near_guard()'s per-socket growth: 1 MiB, what a loopback stream
  * (the fastest) adds in the milliseconds an event takes to become a sweep. */
 #define TCPBUF_GUARD_GROWTH_PAGES	256
@@ -368,6 +408,9 @@ TCPBUF_POLICY bool tcpbuf_crowded_next(bool crowded, __s64 sockets, __u64 pressu
 /* In a walk's answer only, never in cgroup_sockets.near: a limited level
  * is dormant (tcpbuf_near_guard()). */
 #define TCPBUF_NEAR_DORMANT	4
+/* Beside it, in a walk's answer and a near event: the dormant level is
+ * bounded too (tcpbuf_bounded(); cgroup_sockets.dormant bit 1). */
+#define TCPBUF_NEAR_BOUNDED	8
 
 /*
  * What a move of one entry's cgroup_sockets.near from @old to @new does to

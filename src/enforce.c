@@ -194,6 +194,7 @@ static void set_rodata(struct enforce *skel, enum tcpbuf_mode mode)
 	skel->rodata->near_guard_growth = loader_guard_growth(mode);
 	skel->rodata->near_guard_followed = mode == TCPBUF_MODE_SAMPLED;
 	skel->rodata->near_guard_writer_pages = loader_guard_writer_pages(mode);
+	skel->rodata->near_guard_bounded_rcvbuf = loader_bounded_rcvbuf(mode);
 	skel->rodata->sock_bound_pages =
 		tcpbuf_sock_bound_pages(tcp_rmem2, rmem_max, tcp_wmem2, wmem_max);
 	skel->rodata->sndbuf_ceiling = snd > INT_MAX ? INT_MAX : snd;

@@ -210,6 +210,10 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 		e->near_since_hold = true;
 		err = near_links(e, true);
 	}
+	/* A cgroup bounded now, or no longer: the samplers follow only those
+	 * that are not (tcpbuf_bounded()). */
+	if (e->near == 1 && (near_up || e->far_seen))
+		err = samplers_sync(e) ?: err;
 	if ((e->far_seen || lost) && e->near == 1 && !e->hold.armed) {
 		e->near_since_hold = false;
 		oneshot_arm(&e->hold, NEAR_HOLD_MS);
@@ -249,6 +253,7 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 
 		if (ev->kind == TCPBUF_EVENT_NEAR)
 			log_debug("%s: %s its thresholds%s at %lld sockets", path ? path : "?",
+				  ev->new_state & TCPBUF_NEAR_BOUNDED ? "dormant, bounded, near" :
 				  ev->new_state & TCPBUF_NEAR_DORMANT ? "dormant, followed, near" : "near",
 				  ev->new_state & TCPBUF_NEAR_CROWDED ? ", crowded," : "",
 				  (long long)ev->usage_pages);

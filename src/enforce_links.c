@@ -367,6 +367,34 @@ bool near_any(struct enforcer *e)
 	return false;
 }
 
+/* The samplers follow sockets: wanted while some limited cgroup is near, or
+ * dormant without being bounded too (sampled mode, tcpbuf_bounded(): its
+ * ingress sees each segment that could take it past its bound). */
+bool samplers_wanted(struct enforcer *e)
+{
+	int fd = bpf_map__fd(e->skel->maps.cgroup_usage);
+	bool sampled = e->mode == TCPBUF_MODE_SAMPLED;
+	struct cgroup_usage u;
+
+	for (size_t i = 0; i < e->n_limits; i++)
+		if (!bpf_map_lookup_elem(fd, &e->limits[i].id, &u) &&
+		    (u.established.near ||
+		     (sampled && u.established.dormant && !(u.established.dormant & 2)))) {
+			log_debug("cgroup %llu: near %u, dormant %u at %lld sockets: samplers wanted",
+				  (unsigned long long)e->limits[i].id, u.established.near,
+				  u.established.dormant, (long long)u.established.sockets);
+			return true;
+		}
+	return false;
+}
+
+/* Samplers linked or not as samplers_wanted() says, while the rest of
+ * per-segment enforcement is on (near_links()). */
+int samplers_sync(struct enforcer *e)
+{
+	return demand_links_set(e->pin_path, e->near == 1 && samplers_wanted(e));
+}
+
 /*
  * What runs for every segment or syscall runs only while some limited cgroup
  * is near (tcpbuf_near_next()): the per-syscall samplers (demand.c) and
@@ -384,7 +412,7 @@ int near_links(struct enforcer *e, bool on)
 	 * this is clear: cleared before unlinking, set once linked. */
 	if (!on)
 		err = ctl_update(e, e->limited, false);
-	err = demand_links_set(e->pin_path, on) ?: err;
+	err = demand_links_set(e->pin_path, on && samplers_wanted(e)) ?: err;
 	e->near = on;
 	err = ingress_sync(e) ?: err;
 	if (on)

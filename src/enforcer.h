@@ -88,6 +88,8 @@ void tops_clear(struct enforcer *e);
 void tops_sort(struct enforcer *e);
 int ingress_sync(struct enforcer *e);
 bool near_any(struct enforcer *e);
+bool samplers_wanted(struct enforcer *e);
+int samplers_sync(struct enforcer *e);
 int near_links(struct enforcer *e, bool on);
 
 /* enforce_events.c */

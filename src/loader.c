@@ -261,6 +261,29 @@ unsigned loader_guard_writer_pages(enum tcpbuf_mode mode)
 	return (unsigned)((wmem[2] < 2 * wmem_max ? wmem[2] : 2 * wmem_max) >> 12);
 }
 
+/* The sk_rcvbuf a bounded cgroup's sockets may have (sampled mode; 0 in
+ * exact mode, and with TCPBUF_NO_BOUNDED; tcpbuf_bounded()): what
+ * autotuning gives a request/response connection (it doubles a 128 KiB
+ * tcp_rmem[1] on a loaded host), at least tcp_rmem[1]. */
+#define BOUNDED_RCVBUF	(1 << 20)
+
+unsigned loader_bounded_rcvbuf(enum tcpbuf_mode mode)
+{
+	long rmem[3] = { 4096, 131072, 6 << 20 };
+	FILE *f;
+
+	if (mode != TCPBUF_MODE_SAMPLED || getenv("TCPBUF_NO_BOUNDED"))
+		return 0;
+	if ((f = fopen("/proc/sys/net/ipv4/tcp_rmem", "re"))) {
+		if (fscanf(f, "%ld %ld %ld", &rmem[0], &rmem[1], &rmem[2]) != 3)
+			rmem[1] = 131072;
+		fclose(f);
+	}
+	if (rmem[1] < BOUNDED_RCVBUF)
+		rmem[1] = BOUNDED_RCVBUF;
+	return rmem[1] < (1L << 30) ? (unsigned)rmem[1] : 0;
+}
+
 static int load_exact(struct tcpbuf_bpf *bpf)
 {
 	struct bpf_object_open_opts o = open_opts(bpf);

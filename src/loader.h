@@ -38,6 +38,7 @@ unsigned loader_guard_growth(enum tcpbuf_mode mode);
 /* tcpbuf_near_guard_writers()'s per-socket queue (the programs'
  * near_guard_writer_pages): 0 but in sampled mode. */
 unsigned loader_guard_writer_pages(enum tcpbuf_mode mode);
+unsigned loader_bounded_rcvbuf(enum tcpbuf_mode mode);
 
 /* Sockets carrying tcpbufd state in socket storage, or negative errno. */
 long loader_count_sock_charges(struct tcpbuf_bpf *bpf);

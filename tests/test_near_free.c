@@ -14,6 +14,13 @@
  *      traffic, not by a run per segment;
  *   3. the cgroup's peak stayed under its pressure threshold (else the
  *      case is not the one measured), and every byte arrived intact;
+ *   5. (sampled mode) one TCP_RR connection in "r" (Limit=16M): bounded
+ *      (tcpbuf_bounded(): its two sockets' buffers cannot reach the guard),
+ *      so nothing follows it but ingress's early exit: over a second, the
+ *      run_cnt of every program using the daemon's sock_charge map other
+ *      than enforce_ingress and the passes over every socket of the host
+ *      (reconcile, sweep) grows by less than one run per 50 transactions
+ *      (followed, three samplers run 6), enforce_ingress's by at most 2.05;
  *   4. then four connections in "s" (Limit=16M) whose receivers stall
  *      (their writers could queue 16 MiB): usage climbs to the guard, the charge that reaches
  *      it turns the cgroup near, and the sweep arms the eight sockets
@@ -36,7 +43,20 @@
 #include <string.h>
 #include <sys/utsname.h>
 #include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
 #include "tcpbuf_maps.h"
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 /* run_cnt of the pinned program named @name (a link under links/), or -1. */
 static int64_t run_cnt(const char *name)
@@ -120,6 +140,176 @@ static void bulk_run(const char *cg, struct bulk *r)
 	xload_close(l);
 }
 
+/* The passes over every socket of the host (reconcile, settle, counts,
+ * sweeps): once per interval per socket, whatever the RR connection does. */
+static bool per_pass(const char *name)
+{
+	static const char *const passes[] = { "reconcile_tcp", "settle_tcp", "count_sock_char",
+					      "enforce_sweep" };
+
+	for (size_t i = 0; i < sizeof(passes) / sizeof(passes[0]); i++)
+		if (!strncmp(name, passes[i], strlen(passes[i])))
+			return true;
+	return false;
+}
+
+/* The run_cnt of every program using the daemon's sock_charge map
+ * (BPF_ENABLE_STATS while we look) but the passes, summed; -1 if not found. */
+static int64_t tcpbufd_ns, ingress_runs;
+
+static int64_t tcpbufd_runs(void)
+{
+	struct bpf_map_info mi = {};
+	__u32 len = sizeof(mi), id = 0;
+	int64_t sum = 0;
+	int mfd = daemon_pinned_fd("sock_charge");
+
+	if (mfd < 0 || bpf_obj_get_info_by_fd(mfd, &mi, &len)) {
+		if (mfd >= 0)
+			close(mfd);
+		return -1;
+	}
+	close(mfd);
+	while (!bpf_prog_get_next_id(id, &id)) {
+		__u32 maps[64];
+		struct bpf_prog_info pi = { .nr_map_ids = 64, .map_ids = (uintptr_t)maps };
+		int fd = bpf_prog_get_fd_by_id(id);
+
+		if (fd < 0)
+			continue;
+		len = sizeof(pi);
+		if (!bpf_obj_get_info_by_fd(fd, &pi, &len))
+			for (__u32 i = 0; i < pi.nr_map_ids && i < 64; i++)
+				if (maps[i] == mi.id && !per_pass(pi.name)) {
+					sum += pi.run_cnt;
+					tcpbufd_ns += pi.run_time_ns;
+					if (!strcmp(pi.name, "enforce_ingress"))
+						ingress_runs += pi.run_cnt;
+					if (getenv("NEAR_FREE_DEBUG"))
+						test_log("%s: %llu runs", pi.name,
+							 (unsigned long long)pi.run_cnt);
+					break;
+				}
+		close(fd);
+	}
+	return sum;
+}
+
+/* What the usage entry of @cg says in the middle of an RR run. */
+static void rr_probe(const char *cg)
+{
+	struct cgroup_usage cu = {};
+	uint64_t id = cg_id(cg);
+	int ufd = daemon_pinned_fd("cgroup_usage");
+
+	if (ufd >= 0 && !bpf_map_lookup_elem(ufd, &id, &cu))
+		test_log("during TCP_RR: near %u, dormant %u (bit 1: bounded), %lld sockets, "
+			 "usage %lld pages", cu.established.near, cu.established.dormant,
+			 (long long)cu.established.sockets, (long long)cu.usage_pages);
+	if (ufd >= 0)
+		close(ufd);
+	if (getenv("NEAR_FREE_DEBUG")) {
+		char cmd[512];
+
+		snprintf(cmd, sizeof(cmd), "ss -tmni cgroup %s >&2", cg_rel(cg));
+		if (system(cmd))
+			test_log("ss failed");
+	}
+}
+
+/* One TCP_RR connection (1-byte request, 1-byte answer) with both ends in
+ * @cg for @ms: transactions done, -1 on error. */
+static int64_t rr_run(const char *cg, int ms, int64_t *before)
+{
+	char b0 = 0;
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+	int p[2], g[2], lfd, cfd, sfd;
+	int64_t n = -1;
+	pid_t pid;
+
+	if (pipe(p) || pipe(g))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		int64_t done = 0;
+		uint64_t end;
+		char b = 'x';
+
+		close(p[0]);
+		close(g[1]);
+		if (cg_enter(cg))
+			_exit(1);
+		lfd = socket(AF_INET, SOCK_STREAM, 0);
+		if (lfd < 0 || bind(lfd, (void *)&a, sizeof(a)) || listen(lfd, 1) ||
+		    getsockname(lfd, (void *)&a, &alen))
+			_exit(1);
+		cfd = socket(AF_INET, SOCK_STREAM, 0);
+		if (cfd < 0 || connect(cfd, (void *)&a, sizeof(a)) ||
+		    (sfd = accept(lfd, NULL, NULL)) < 0)
+			_exit(1);
+		if (fork() == 0) {	/* the server: answers until the client closes */
+			close(cfd);
+			while (read(sfd, &b, 1) == 1 && write(sfd, &b, 1) == 1)
+				;
+			_exit(0);
+		}
+		close(sfd);
+		/* Warm-up on the same connection: the parent reads the
+		 * counters once this byte arrives, and again after the count. */
+		end = now_ms() + 300;
+		while (now_ms() < end)
+			if (write(cfd, &b, 1) != 1 || read(cfd, &b, 1) != 1)
+				_exit(1);
+		if (write(p[1], &b, 1) != 1 || read(g[0], &b, 1) != 1)
+			_exit(1);
+		end = now_ms() + ms;
+		while (now_ms() < end) {
+			for (int i = 0; i < 256; i++)
+				if (write(cfd, &b, 1) != 1 || read(cfd, &b, 1) != 1)
+					_exit(1);
+			done += 256;
+		}
+		if (write(p[1], &done, sizeof(done)) != sizeof(done))
+			_exit(1);
+		close(cfd);
+		while (wait(NULL) > 0)
+			;
+		_exit(0);
+	}
+	close(p[1]);
+	if (pid > 0 && read(p[0], &b0, 1) == 1 && before) {
+		int waited = 0;
+
+		/* The daemon unlinks the samplers once it has read that the
+		 * cgroup is bounded: the steady state is what is measured,
+		 * the wait is told. */
+		while (run_cnt("send_length") >= 0 && waited < 3000) {
+			msleep(10);
+			waited += 10;
+		}
+		test_log("samplers unlinked %d ms after the warm-up", waited);
+		tcpbufd_ns = ingress_runs = 0;
+		*before = tcpbufd_runs();
+		tcpbufd_ns = -tcpbufd_ns;
+		ingress_runs = -ingress_runs;
+	}
+	if (pid > 0 && write(g[1], &b0, 1) != 1)
+		n = -1;
+	if (pid > 0 && ms >= 1000) {
+		msleep(ms / 2);
+		rr_probe(cg);
+	}
+	if (pid < 0 || read(p[0], &n, sizeof(n)) != sizeof(n))
+		n = -1;
+	close(p[0]);
+	close(g[0]);
+	close(g[1]);
+	if (pid > 0)
+		waitpid(pid, NULL, 0);
+	return n;
+}
+
 int main(void)
 {
 	struct bulk u, n;
@@ -189,6 +379,31 @@ int main(void)
 	test_log("limited cgroup: peak %" PRId64 " pages, pressure threshold %" PRId64, peak,
 		 pressure);
 	EXPECT_TRUE(peak >= 0 && pressure > 0 && peak < pressure);
+
+	/* 5. One RR connection under 16 MiB: bounded, nothing runs for it. */
+	if (!strcmp(mode, "sampled")) {
+		const char *cr = cg_create("r");
+		int stats;
+		int64_t r0, r1, t;
+
+		limits_write(cr, PAGES(16 * MIB), 0, 0, 0);
+		ASSERT_OK(daemon_reload_until(cr, PAGES(16 * MIB), 5000));
+		stats = bpf_enable_stats(BPF_STATS_RUN_TIME);
+		ASSERT_TRUE(stats >= 0);
+		r0 = -1;
+		t = rr_run(cr, 1000, &r0);
+		r1 = tcpbufd_runs();
+		close(stats);
+		test_log("TCP_RR under 16 MiB: %" PRId64 " transactions in 1 s, %" PRId64
+			 " runs of tcpbufd's programs (%.3f per transaction, %.1f ns each)", t,
+			 r1 - r0, t > 0 ? (double)(r1 - r0) / t : -1.0,
+			 r1 > r0 ? (double)tcpbufd_ns / (r1 - r0) : 0.0);
+		ASSERT_TRUE(t > 1000 && r0 >= 0 && r1 >= r0);
+		test_log("of them enforce_ingress %" PRId64 " (%.3f per transaction)", ingress_runs,
+			 t > 0 ? (double)ingress_runs / t : -1.0);
+		EXPECT_LE((r1 - r0 - ingress_runs) * 50, t);
+		EXPECT_LE(ingress_runs * 100, t * 205);
+	}
 
 	/* 4. Out of dormancy when usage climbs (16 MiB). */
 	{

@@ -719,6 +719,59 @@ static const struct writers_case {
 	{ 3072, 3072, 4096, 0, 1024, 3072 },	/* no socket yet */
 };
 
+/* Bounded: one RR connection's pair under 16 MiB (guard 2048 pages), pages. */
+static const struct bounded_case {
+	__s64 sockets;
+	__u64 rcvbuf;	/* bytes */
+	__s64 guard;
+	bool want;
+} bounded_cases[] = {
+	{ 2, 131072, 2048, true },	/* tcp_rmem[1]: 2 x 67 pages */
+	{ 1, 131072, 2048, true },
+	{ 3, 131072, 2048, false },	/* more than one connection's pair */
+	{ 0, 131072, 2048, false },	/* no socket: far, not bounded */
+	{ 2, 131072, 0, false },	/* not dormant at all */
+	{ 2, 131072, 134, false },	/* exactly at the guard */
+	{ 2, 131072, 135, true },
+	{ 2, 4 << 20, 2048, false },	/* 4 MiB receivers: 2 x 1059 */
+	{ 1, 4 << 20, 2048, true },
+	{ 2, 0, 2048, false },		/* no bounded size (exact mode) */
+	{ 2, 1 << 20, 2048, true },	/* the daemon's 1 MiB: 2 x 291 */
+	{ 2, 1 << 20, 582, false },
+	{ 2, 1 << 20, 583, true },
+};
+
+static const struct bounded_sock_case {
+	__s64 rcvbuf, sndbuf, rcv_bound, snd_bound;
+	bool ok;
+} bounded_sock_cases[] = {
+	{ 131072, 16384, 131072, 4 << 20, true },
+	{ 131073, 16384, 131072, 4 << 20, false },	/* autotuning grew it */
+	{ 2304, 4608, 131072, 4 << 20, true },		/* SO_RCVBUF smaller: within */
+	{ 131072, 8 << 20, 131072, 4 << 20, false },	/* SO_SNDBUF past the ceiling */
+	{ 131072, 4 << 20, 131072, 4 << 20, true },	/* autotuning's ceiling */
+	{ 0, 0, 0, 4 << 20, false },			/* no bounded size */
+};
+
+static void check_bounded_cases(void)
+{
+	EXPECT_EQ(tcpbuf_bounded_sock_pages(131072), 32 + TCPBUF_BOUNDED_SLACK_PAGES);
+	EXPECT_EQ(tcpbuf_bounded_sock_pages(131073), 33 + TCPBUF_BOUNDED_SLACK_PAGES);
+	EXPECT_EQ(tcpbuf_bounded_sock_pages(0), 0);
+	for (size_t i = 0; i < sizeof(bounded_cases) / sizeof(bounded_cases[0]); i++) {
+		const struct bounded_case *k = &bounded_cases[i];
+
+		EXPECT_EQ(tcpbuf_bounded(k->sockets, tcpbuf_bounded_sock_pages(k->rcvbuf), k->guard),
+			  k->want);
+	}
+	for (size_t i = 0; i < sizeof(bounded_sock_cases) / sizeof(bounded_sock_cases[0]); i++) {
+		const struct bounded_sock_case *k = &bounded_sock_cases[i];
+
+		EXPECT_EQ(tcpbuf_bounded_sock_ok(k->rcvbuf, k->sndbuf, k->rcv_bound, k->snd_bound),
+			  k->ok);
+	}
+}
+
 static void check_guard_cases(void)
 {
 	for (size_t i = 0; i < sizeof(writers_cases) / sizeof(writers_cases[0]); i++) {
@@ -1109,6 +1162,7 @@ int main(void)
 	check_floor_cases();
 	check_zones_order();
 	check_guard_cases();
+	check_bounded_cases();
 	check_exact_step_cases();
 	sweep_states();
 	sweep_caps();

@@ -85,6 +85,7 @@ TEST_SRCS_journal := src/log.c
 TEST_SRCS_kernel_fit := src/hookfit.c src/memevents.c
 TEST_LDLIBS_kernel_fit := -lbpf
 TEST_LDLIBS_near_free := -lbpf
+TEST_LDLIBS_bounded_leave := -lbpf
 TEST_SRCS_peer := src/peer.c
 TEST_LDLIBS_journal := -lsystemd
 TEST_SRCS_netns_parse := src/netns.c src/privilege.c src/log.c src/cgroups.c

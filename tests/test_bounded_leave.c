@@ -1,0 +1,251 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A bounded cgroup (sampled mode, tcpbuf_bounded() in include/tcpbuf_policy.h:
+ * dormant, and its sockets' buffers cannot reach its guard, so nothing
+ * follows them but ingress's early exit) leaves bounded at the first segment
+ * its sockets' grown buffers could use, and still holds max. 16 MiB, one
+ * connection (both ends in the cgroup) each time, made while bounded
+ * (cgroup_sockets.dormant == 3 once it carried a transaction):
+ *   1. the reader's rcvbuf grows by autotuning (a bulk transfer read as it
+ *      comes): no longer bounded;
+ *   2. SO_RCVBUF on the reader past the bounded 1 MiB, then one byte: no longer
+ *      bounded;
+ *   3. SO_SNDBUF on the writer past the writers' ceiling, then one
+ *      transaction: no longer bounded;
+ *   4. SO_RCVBUFFORCE of 32 MiB on the reader, which then stalls while the
+ *      writer writes for 3 s: the cgroup's peak by sock_diag every 10 ms
+ *      stays within 1.05 x max, and every byte arrives once it reads again.
+ * On kernels from 6.11 (dormancy); skipped in exact mode (nothing is
+ * followed there).
+ */
+#include "enforce_util.h"
+#include "harness.h"
+#include "skmem.h"
+
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/utsname.h>
+#include <time.h>
+#include <unistd.h>
+#include "tcpbuf_maps.h"
+
+static const char *cg;
+
+/* Debugging aid: the verdict bits of the cgroup's sockets (sock_diag). */
+static int verdict_cb(const struct skmem_sock *k, void *arg)
+{
+	(void)arg;
+	if (k->cgid == cg_id(cg) && k->has_storage)
+		test_log("  socket %u->%u: rcvbuf %u sndbuf %u, verdict bits %#x", k->sport, k->dport,
+			 k->rcvbuf, k->sndbuf, k->storage_u32 >> 24);
+	return 0;
+}
+
+static void verdicts(void)
+{
+	if (getenv("BOUNDED_DEBUG"))
+		skmem_foreach(verdict_cb, NULL);
+}
+
+static uint32_t dormant_of(void)
+{
+	struct cgroup_usage u = {};
+	uint64_t id = cg_id(cg);
+	int fd = daemon_pinned_fd("cgroup_usage");
+
+	if (fd >= 0 && bpf_map_lookup_elem(fd, &id, &u))
+		memset(&u, 0xff, sizeof(u));
+	if (fd >= 0)
+		close(fd);
+	return u.established.dormant;
+}
+
+/* A connection with both ends created in the cgroup: *@c the client, *@s
+ * the accepted server end. */
+static void pair_make(int *c, int *s)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t alen = sizeof(a);
+	int l;
+
+	ASSERT_OK(cg_enter(cg));
+	l = socket(AF_INET, SOCK_STREAM, 0);
+	ASSERT_TRUE(l >= 0);
+	ASSERT_OK(bind(l, (void *)&a, sizeof(a)));
+	ASSERT_OK(listen(l, 1));
+	ASSERT_OK(getsockname(l, (void *)&a, &alen));
+	*c = socket(AF_INET, SOCK_STREAM, 0);
+	ASSERT_TRUE(*c >= 0);
+	ASSERT_OK(connect(*c, (void *)&a, sizeof(a)));
+	*s = accept(l, NULL, NULL);
+	ASSERT_TRUE(*s >= 0);
+	close(l);
+	ASSERT_OK(cg_leave());
+}
+
+static void rr(int c, int s, int n)
+{
+	char b = 'x';
+
+	for (int i = 0; i < n; i++) {
+		ASSERT_EQ(write(c, &b, 1), 1);
+		ASSERT_EQ(read(s, &b, 1), 1);
+		ASSERT_EQ(write(s, &b, 1), 1);
+		ASSERT_EQ(read(c, &b, 1), 1);
+	}
+}
+
+/* A fresh pair, bounded after a few transactions (as the cgroup says). */
+static void pair_bounded(int *c, int *s, const char *what)
+{
+	uint32_t d;
+
+	pair_make(c, s);
+	rr(*c, *s, 100);
+	msleep(100);
+	d = dormant_of();
+	test_log("%s: a new connection, dormant %u (3: bounded)", what, d);
+	verdicts();
+	EXPECT_EQ(d, 3);
+}
+
+static void pair_close(int c, int s)
+{
+	close(c);
+	close(s);
+	msleep(300);	/* counted out: the next pair starts from none */
+}
+
+static void expect_left(const char *what)
+{
+	uint32_t d;
+
+	msleep(50);
+	d = dormant_of();
+	test_log("%s: dormant %u afterwards (1: followed, 0: near or far)", what, d);
+	verdicts();
+	EXPECT_TRUE(!(d & 2));
+}
+
+int main(void)
+{
+	struct utsname un;
+	int major = 0, minor = 0, c, s, v;
+	char *out = NULL, mode[16] = "";
+
+	test_init();
+	if (uname(&un) || sscanf(un.release, "%d.%d", &major, &minor) != 2 ||
+	    major < 6 || (major == 6 && minor < 11))
+		SKIP("kernel %s: no dormancy before 6.11", un.release);
+	enforce_config(1000);
+	ASSERT_OK(daemon_start(""));
+	ASSERT_OK(ctl(&out, "status --json"));
+	json_string_field(out, "mode", mode, sizeof(mode));
+	free(out);
+	if (strcmp(mode, "sampled"))
+		SKIP("%s mode: bounded is sampled mode's", mode);
+	skmem_watch_sock_charge(offsetof(struct sock_charge, verdict) + 4);
+	cg = cg_create("g");
+	limits_write(cg, PAGES(16 * MIB), 0, 0, 0);
+	ASSERT_OK(daemon_reload_until(cg, PAGES(16 * MIB), 5000));
+
+	/* 1. Autotuning. */
+	pair_bounded(&c, &s, "autotuning");
+	{
+		static char buf[1 << 16];
+		uint64_t end = 0;
+		struct timespec ts;
+		int rcvbuf = 0;
+		socklen_t l = sizeof(rcvbuf);
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		end = ts.tv_sec * 1000ull + ts.tv_nsec / 1000000 + 1000;
+		fcntl(c, F_SETFL, O_NONBLOCK);
+		fcntl(s, F_SETFL, O_NONBLOCK);
+		for (;;) {
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			if (ts.tv_sec * 1000ull + ts.tv_nsec / 1000000 > end)
+				break;
+			if (write(c, buf, sizeof(buf)) < 0)
+				poll(&(struct pollfd){ .fd = s, .events = POLLIN }, 1, 10);
+			while (read(s, buf, sizeof(buf)) > 0)
+				;
+		}
+		getsockopt(s, SOL_SOCKET, SO_RCVBUF, &rcvbuf, &l);
+		test_log("autotuning: the reader's sk_rcvbuf %d after 1 s of bulk", rcvbuf);
+		EXPECT_GT(rcvbuf, 1 << 20);
+		expect_left("autotuning");
+	}
+	pair_close(c, s);
+
+	/* 2. SO_RCVBUF. */
+	pair_bounded(&c, &s, "SO_RCVBUF");
+	v = 1 << 20;
+	ASSERT_OK(setsockopt(s, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v)));
+	rr(c, s, 1);
+	expect_left("SO_RCVBUF");
+	pair_close(c, s);
+
+	/* 3. SO_SNDBUF past the writers' ceiling (min(tcp_wmem[2], 2 x wmem_max)). */
+	pair_bounded(&c, &s, "SO_SNDBUF");
+	v = (int)sysctl_field("/proc/sys/net/ipv4/tcp_wmem", 2);
+	if (v > (int)sysctl_field("/proc/sys/net/core/wmem_max", 0))
+		v = (int)sysctl_field("/proc/sys/net/core/wmem_max", 0);
+	v = v / 2 + 4096;	/* doubled by the kernel: past the ceiling */
+	ASSERT_OK(setsockopt(c, SOL_SOCKET, SO_SNDBUFFORCE, &v, sizeof(v)));
+	rr(c, s, 1);
+	expect_left("SO_SNDBUF");
+	pair_close(c, s);
+
+	/* 4. A forced 32 MiB receive buffer, then the reader stalls. */
+	pair_bounded(&c, &s, "SO_RCVBUFFORCE");
+	{
+		static char buf[1 << 16];
+		struct peak_sampler *ps;
+		uint64_t sent = 0, got = 0;
+		struct timespec t0, t;
+		double ratio;
+		ssize_t n;
+
+		v = 16 << 20;
+		ASSERT_OK(setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)));
+		fcntl(c, F_SETFL, O_NONBLOCK);
+		ps = peak_start(cg, 10);
+		ASSERT_TRUE(ps != NULL);
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		do {
+			n = write(c, buf, sizeof(buf));
+			if (n > 0)
+				sent += n;
+			else
+				msleep(1);
+			clock_gettime(CLOCK_MONOTONIC, &t);
+		} while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < 3000);
+		peak_stop(ps);
+		ratio = (double)peak_pages(ps) / PAGES(16 * MIB);
+		test_log("SO_RCVBUFFORCE, stalled: %llu bytes written, peak %llu pages by sock_diag "
+			 "(%.3f x max), state %s, dormant %u", (unsigned long long)sent,
+			 (unsigned long long)peak_pages(ps), ratio, status_state(cg), dormant_of());
+		EXPECT_LE(ratio, 1.05);
+		EXPECT_TRUE(!(dormant_of() & 2));
+		peak_free(ps);
+		shutdown(c, SHUT_WR);
+		fcntl(c, F_SETFL, 0);
+		while ((n = read(s, buf, sizeof(buf))) > 0)
+			got += n;
+		test_log("drained: %llu of %llu bytes", (unsigned long long)got,
+			 (unsigned long long)sent);
+		EXPECT_EQ(got, sent);
+	}
+	pair_close(c, s);
+
+	ASSERT_EQ(daemon_stop(), 0);
+	return test_done();
+}
