@@ -657,6 +657,16 @@ static __always_inline bool exact_may_keep(const struct sock *sk, struct sock_ch
 	return word & TCPBUF_UNLIMITED_BIT;
 }
 
+/* A socket keeps pages now: the next status walks the sockets to give them
+ * back (a plain store, made once per walk). */
+static __always_inline void exact_kept_mark(void)
+{
+	struct tcpbuf_enforce_ctl *ctl = enforce_ctl_get();
+
+	if (ctl && !ctl->kept_since_settle)
+		ctl->kept_since_settle = 1;
+}
+
 /* Exact mode: the kernel charged (@pages > 0) or uncharged (@pages < 0) pages. */
 static __always_inline void charge_socket(struct sock *sk, __s64 pages)
 {
@@ -679,6 +689,8 @@ static __always_inline void charge_socket(struct sock *sk, __s64 pages)
 		return;
 	step = tcpbuf_exact_step(kept, pages, pages < 0 && exact_may_keep(sk, sc));
 	sc->kept_pages = step.kept;
+	if (step.kept && !kept)
+		exact_kept_mark();
 	if (!step.charge)
 		return;
 	before = __sync_fetch_and_add(&sc->charged_pages, (__s32)step.charge);

@@ -870,6 +870,27 @@ TCPBUF_POLICY struct tcpbuf_exact_step tcpbuf_exact_step(__s64 kept, __s64 pages
 	return s;
 }
 
+/*
+ * Whether a status (or a scrape) walks every TCP socket to give kept pages
+ * back first (settle_tcp): only if some socket kept pages since the last
+ * walk (@kept_since; @walked 0: none yet, or a daemon killed mid-walk), and
+ * for a tenant (!@admin) at most once per TCPBUF_SETTLE_TENANT_MS: the walk
+ * visits the host's every socket, which a tenant could ask for at its full
+ * request rate. A tenant may then read up to
+ * TCPBUF_EXACT_SLACK_PAGES per socket kept since that walk.
+ */
+#define TCPBUF_SETTLE_TENANT_MS	1000
+
+TCPBUF_POLICY bool tcpbuf_settle_due(bool kept_since, bool walked, bool admin, __u64 now_ms,
+				     __u64 last_ms)
+{
+	if (!walked)
+		return true;
+	if (!kept_since)
+		return false;
+	return admin || now_ms - last_ms >= TCPBUF_SETTLE_TENANT_MS;
+}
+
 /* ------------------------------------------------------------ the rest */
 
 /* Whether a cgroup whose unaccounted_sockets just rose to @now tells the

@@ -846,6 +846,39 @@ static void check_exact_step_cases(void)
 			}
 }
 
+/* ------------------------------------------------- settling kept pages */
+
+static const struct settle_case {
+	bool kept_since, walked, admin;
+	__u64 now_ms, last_ms;
+	bool want;
+} settle_cases[] = {
+	{ 0, 0, 0, 5, 0, 1 },		/* never walked: walk, even for a tenant */
+	{ 0, 0, 1, 5, 0, 1 },
+	{ 0, 1, 1, 9000, 0, 0 },	/* nothing kept since: no walk, not even the admin's */
+	{ 0, 1, 0, 9000, 0, 0 },
+	{ 1, 1, 1, 100, 99, 1 },	/* kept: the administrator's always */
+	{ 1, 1, 0, 100, 99, 0 },	/* a tenant's: once a second */
+	{ 1, 1, 0, 1098, 99, 0 },
+	{ 1, 1, 0, 1099, 99, 1 },
+	{ 1, 1, 0, 50000, 99, 1 },
+};
+
+static void check_settle_cases(void)
+{
+	for (size_t i = 0; i < sizeof(settle_cases) / sizeof(settle_cases[0]); i++) {
+		const struct settle_case *k = &settle_cases[i];
+		bool got = tcpbuf_settle_due(k->kept_since, k->walked, k->admin, k->now_ms,
+					     k->last_ms);
+
+		if (got != k->want)
+			test_log("settle: kept %d walked %d admin %d at %llu (last %llu): %d",
+				 k->kept_since, k->walked, k->admin, (unsigned long long)k->now_ms,
+				 (unsigned long long)k->last_ms, got);
+		EXPECT_EQ(got, k->want);
+	}
+}
+
 /* ------------------------------------------------------------- the sweep */
 
 static long mismatches;
@@ -1164,6 +1197,7 @@ int main(void)
 	check_guard_cases();
 	check_bounded_cases();
 	check_exact_step_cases();
+	check_settle_cases();
 	sweep_states();
 	sweep_caps();
 	sweep_buffers();
