@@ -838,7 +838,7 @@ TCPBUF_POLICY bool tcpbuf_follow_waits(__s64 before, __s64 target)
  * Exact mode: a charge of @pages (negative: an uncharge, no more than the
  * kernel holds for the socket) where the socket's cgroups hold @kept pages
  * beyond that. An uncharge is kept while the socket may keep pages (@lazy:
- * established, no level limited) and TCPBUF_EXACT_SLACK_PAGES are not
+ * established, tcpbuf_exact_keeps_under() each level) and TCPBUF_EXACT_SLACK_PAGES are not
  * passed, and a charge takes kept pages back first: a TCP_RR socket's
  * charge goes 0, 1, 0 pages every transaction (the forced page of its
  * request, reclaimed at the ACK), and each step charged every level. A
@@ -847,6 +847,15 @@ TCPBUF_POLICY bool tcpbuf_follow_waits(__s64 before, __s64 target)
  *   kept 8, -1, lazy: kept 0, charge -9;  kept 3, -2, not lazy: charge -5.
  */
 #define TCPBUF_EXACT_SLACK_PAGES	8
+
+/* Whether a socket may keep pages under a level (@limited, its
+ * cgroup_sockets.near and state): unlimited, or far or dormant (near bit
+ * clear: what it keeps cannot matter before usage reaches the guard, and
+ * makes usage look higher only) and in no pressure. */
+TCPBUF_POLICY bool tcpbuf_exact_keeps_under(bool limited, __u32 near, __u32 state)
+{
+	return !limited || (!(near & 1) && state == TCPBUF_STATE_NORMAL);
+}
 
 struct tcpbuf_exact_step {
 	__s64 kept;	/* kept after it */

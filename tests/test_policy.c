@@ -846,6 +846,34 @@ static void check_exact_step_cases(void)
 			}
 }
 
+static const struct keeps_case {
+	bool limited;
+	__u32 near, state;
+	bool want;
+} keeps_cases[] = {
+	{ 0, 0, TCPBUF_STATE_NORMAL, 1 },	/* unlimited */
+	{ 0, 1, TCPBUF_STATE_PRESSURE, 1 },	/* (an unlimited entry's fields mean nothing) */
+	{ 1, 0, TCPBUF_STATE_NORMAL, 1 },	/* far, or dormant */
+	{ 1, TCPBUF_NEAR_CROWDED, TCPBUF_STATE_NORMAL, 1 },	/* (crowded is never without near) */
+	{ 1, 1, TCPBUF_STATE_NORMAL, 0 },	/* near: prompt */
+	{ 1, 1 | TCPBUF_NEAR_CROWDED, TCPBUF_STATE_NORMAL, 0 },
+	{ 1, 0, TCPBUF_STATE_PRESSURE, 0 },	/* in pressure or at max: prompt */
+	{ 1, 0, TCPBUF_STATE_MAX, 0 },
+};
+
+static void check_keeps_cases(void)
+{
+	for (size_t i = 0; i < sizeof(keeps_cases) / sizeof(keeps_cases[0]); i++) {
+		const struct keeps_case *k = &keeps_cases[i];
+		bool got = tcpbuf_exact_keeps_under(k->limited, k->near, k->state);
+
+		if (got != k->want)
+			test_log("keeps under: limited %d near %u state %u: %d", k->limited,
+				 k->near, k->state, got);
+		EXPECT_EQ(got, k->want);
+	}
+}
+
 /* ------------------------------------------------- settling kept pages */
 
 static const struct settle_case {
@@ -1198,6 +1226,7 @@ int main(void)
 	check_bounded_cases();
 	check_exact_step_cases();
 	check_settle_cases();
+	check_keeps_cases();
 	sweep_states();
 	sweep_caps();
 	sweep_buffers();
