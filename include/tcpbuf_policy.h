@@ -886,7 +886,8 @@ TCPBUF_POLICY struct tcpbuf_exact_step tcpbuf_exact_step(__s64 kept, __s64 pages
  * for a tenant (!@admin) at most once per TCPBUF_SETTLE_TENANT_MS: the walk
  * visits the host's every socket, which a tenant could ask for at its full
  * request rate. A tenant may then read up to
- * TCPBUF_EXACT_SLACK_PAGES per socket kept since that walk.
+ * TCPBUF_EXACT_SLACK_PAGES per socket kept since that walk. The count of
+ * socket-storage entries (status --json) walks too: due as if always kept.
  */
 #define TCPBUF_SETTLE_TENANT_MS	1000
 

@@ -164,7 +164,7 @@ static int cmd_status(struct daemon *d, const struct request *req, const struct 
 	rows_as_seen(&rows, &s);
 	if (req->json)
 		status_print_json(out, &rows, tcpbuf_mode_name(loader_mode(d->bpf)),
-				  loader_count_sock_charges(d->bpf));
+				  loader_count_sock_charges(d->bpf, s.admin));
 	else
 		status_print_table(out, &rows, tcpbuf_mode_name(loader_mode(d->bpf)));
 	status_rows_free(&rows);

@@ -45,6 +45,9 @@ struct tcpbuf_bpf {
 	struct tcpbuf_enforce_ctl *ctl;
 	bool settled;
 	__u64 settled_ms;
+	/* The last count of socket-storage entries, and when (0: none). */
+	long counted;
+	__u64 counted_ms;
 	char pin_path[PATH_MAX];
 };
 
@@ -577,12 +580,20 @@ static int count_add(int fd, void *arg)
 	return 0;
 }
 
-long loader_count_sock_charges(struct tcpbuf_bpf *bpf)
+long loader_count_sock_charges(struct tcpbuf_bpf *bpf, bool admin)
 {
-	__u64 total = 0;
-	int err = netns_iter_each(bpf->sock_count_link_fd, count_add, &total);
+	__u64 total = 0, now = mono_ms();
+	int err;
 
-	return err ? err : (long)total;
+	/* A walk of every socket too: a tenant's at most once a second. */
+	if (!tcpbuf_settle_due(true, bpf->counted_ms, admin, now, bpf->counted_ms))
+		return bpf->counted;
+	err = netns_iter_each(bpf->sock_count_link_fd, count_add, &total);
+	if (err)
+		return err;
+	bpf->counted = (long)total;
+	bpf->counted_ms = now ? now : 1;
+	return bpf->counted;
 }
 
 void loader_close(struct tcpbuf_bpf *bpf)

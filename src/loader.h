@@ -42,8 +42,9 @@ unsigned loader_guard_growth(enum tcpbuf_mode mode);
 unsigned loader_guard_writer_pages(enum tcpbuf_mode mode);
 unsigned loader_bounded_rcvbuf(enum tcpbuf_mode mode);
 
-/* Sockets carrying tcpbufd state in socket storage, or negative errno. */
-long loader_count_sock_charges(struct tcpbuf_bpf *bpf);
+/* Sockets carrying tcpbufd state in socket storage, or negative errno; for
+ * a tenant (!@admin), up to a second old. */
+long loader_count_sock_charges(struct tcpbuf_bpf *bpf, bool admin);
 
 
 #endif
