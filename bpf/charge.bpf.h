@@ -962,17 +962,10 @@ static __always_inline const struct sock_charge *sock_charge_peek(const struct s
  */
 static __always_inline struct sock_charge *sock_armed_charge(struct sock *sk)
 {
-	const struct sock_charge *peek;
 	struct sock_charge *sc;
-	bool sure;
 
 	if (!sk->sk_bpf_storage)
 		return NULL;	/* told without the storage lookup */
-	/* Neither, as most sockets under a dormant or far cgroup at each of
-	 * their segments: told by a peek, without the helper's call. */
-	peek = sock_charge_peek(sk, &sure);
-	if (sure && (!peek || !(peek->enforce.flags & TCPBUF_SE_SAMPLED)))
-		return NULL;
 	sc = bpf_sk_storage_get(&sock_charge, sk, NULL, 0);
 	return sc && (sc->enforce.flags & TCPBUF_SE_SAMPLED) ? sc : NULL;
 }
