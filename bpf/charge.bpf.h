@@ -704,7 +704,9 @@ static __always_inline void charge_socket(struct sock *sk, __s64 pages)
 		pages = kept - held; /* never uncharge what was not charged here */
 	if (!pages)
 		return;
-	step = tcpbuf_exact_step(kept, pages, pages < 0 && exact_may_keep(sk, sc));
+	/* Asked only of an uncharge that could be kept (a bulk one, never). */
+	step = tcpbuf_exact_step(kept, pages,
+				 tcpbuf_exact_fits(kept, pages) && exact_may_keep(sk, sc));
 	sc->kept_pages = step.kept;
 	if (step.kept && !kept)
 		exact_kept_mark();

@@ -862,6 +862,13 @@ struct tcpbuf_exact_step {
 	__s64 charge;	/* what the socket's cgroups are charged (negative: given back) */
 };
 
+/* Whether an uncharge of @pages (< 0) where @kept are kept could be kept:
+ * only then is it worth asking whether the socket may keep pages. */
+TCPBUF_POLICY bool tcpbuf_exact_fits(__s64 kept, __s64 pages)
+{
+	return pages < 0 && (kept > 0 ? kept : 0) - pages <= TCPBUF_EXACT_SLACK_PAGES;
+}
+
 TCPBUF_POLICY struct tcpbuf_exact_step tcpbuf_exact_step(__s64 kept, __s64 pages, bool lazy)
 {
 	struct tcpbuf_exact_step s = { 0, 0 };
@@ -871,7 +878,7 @@ TCPBUF_POLICY struct tcpbuf_exact_step tcpbuf_exact_step(__s64 kept, __s64 pages
 	if (pages >= 0) {
 		s.kept = kept > pages ? kept - pages : 0;
 		s.charge = pages - (kept - s.kept);
-	} else if (lazy && kept - pages <= TCPBUF_EXACT_SLACK_PAGES) {
+	} else if (lazy && tcpbuf_exact_fits(kept, pages)) {
 		s.kept = kept - pages;
 	} else {
 		s.charge = pages - kept;

@@ -842,6 +842,13 @@ static void check_exact_step_cases(void)
 				struct tcpbuf_exact_step st = tcpbuf_exact_step(kept, pages, lazy);
 
 				EXPECT_EQ(st.charge - st.kept, pages - kept);
+				/* Kept only where it fits: asking lazy elsewhere changes nothing. */
+				if (!tcpbuf_exact_fits(kept, pages)) {
+					struct tcpbuf_exact_step o = tcpbuf_exact_step(kept, pages, !lazy);
+
+					EXPECT_EQ(o.kept, st.kept);
+					EXPECT_EQ(o.charge, st.charge);
+				}
 				EXPECT_TRUE(st.kept >= 0 && st.kept <= TCPBUF_EXACT_SLACK_PAGES);
 			}
 }
