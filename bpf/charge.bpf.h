@@ -628,17 +628,27 @@ static __always_inline void charge_apply(struct sock_charge *sc, __s64 before, _
 #define TCP_ESTABLISHED_STATE	1
 
 /*
- * Kept pages (tcpbuf_exact_step()): an established socket that charges no
- * limited cgroup keeps a few pages the kernel gave back charged, so that
- * the page a TCP_RR socket takes and gives back every transaction charges
- * its cgroup once, not twice a transaction. Limited cgroups' charges stay
- * prompt; a status gives kept pages back first (exact_settle(), through
- * reconcile.bpf.c's settle_tcp), as does destruction (sample_charge_to()).
- * Like charged_pages, kept_pages changes under the socket's lock only.
+ * Kept pages (tcpbuf_exact_step()): an established socket keeps a few pages
+ * the kernel gave back charged, so that the page a TCP_RR socket takes and
+ * gives back every transaction charges its cgroups once, not twice a
+ * transaction. Under a limited level only while each is far or dormant
+ * (tcpbuf_exact_keeps_under()): near, its charges are prompt, and a kept
+ * page only ever makes usage look higher. A status gives kept pages back
+ * first (exact_settle(), through reconcile.bpf.c's settle_tcp), as does
+ * destruction (sample_charge_to()). Like charged_pages, kept_pages changes
+ * under the socket's lock only.
  */
+static __always_inline bool exact_level_keeps(const struct sock_charge *sc, __u32 i)
+{
+	__u64 id = sc->ancestors[i & (TCPBUF_MAX_DEPTH - 1)];
+	struct cgroup_usage *u = bpf_map_lookup_elem(&cgroup_usage, &id);
+
+	return !u || tcpbuf_exact_keeps_under(usage_limited(u), u->established.near, u->state);
+}
+
 static __always_inline bool exact_may_keep(const struct sock *sk, struct sock_charge *sc)
 {
-	__u32 word = sc->levels_word;
+	__u32 word = sc->levels_word, n = sc->levels;
 
 	if (sk->__sk_common.skc_state != TCP_ESTABLISHED_STATE)
 		return false;
@@ -649,12 +659,29 @@ static __always_inline bool exact_may_keep(const struct sock *sk, struct sock_ch
 		__u64 id = sc->ancestors[0];
 
 		word = TCPBUF_CHECKED_BIT;
-		if (sc->levels == 1 &&
-		    !usage_limited(bpf_map_lookup_elem(&cgroup_usage, &id)))
+		if (n == 1 && !usage_limited(bpf_map_lookup_elem(&cgroup_usage, &id)))
 			word |= TCPBUF_UNLIMITED_BIT;
 		__sync_fetch_and_or(&sc->levels_word, word);
 	}
-	return word & TCPBUF_UNLIMITED_BIT;
+	if (word & TCPBUF_UNLIMITED_BIT)
+		return true;
+	/* Limited: asked at each uncharge, of the levels charged inline
+	 * (deeper lists stay prompt). */
+	if (n > CHARGE_INLINE_LEVELS)
+		return false;
+	if (n > 0 && !exact_level_keeps(sc, 0))
+		return false;
+	return n < 2 || exact_level_keeps(sc, 1);
+}
+
+/* A socket keeps pages now: the next status walks the sockets to give them
+ * back (a plain store, made once per walk). */
+static __always_inline void exact_kept_mark(void)
+{
+	struct tcpbuf_enforce_ctl *ctl = enforce_ctl_get();
+
+	if (ctl && !ctl->kept_since_settle)
+		ctl->kept_since_settle = 1;
 }
 
 /* Exact mode: the kernel charged (@pages > 0) or uncharged (@pages < 0) pages. */
@@ -677,8 +704,12 @@ static __always_inline void charge_socket(struct sock *sk, __s64 pages)
 		pages = kept - held; /* never uncharge what was not charged here */
 	if (!pages)
 		return;
-	step = tcpbuf_exact_step(kept, pages, pages < 0 && exact_may_keep(sk, sc));
+	/* Asked only of an uncharge that could be kept (a bulk one, never). */
+	step = tcpbuf_exact_step(kept, pages,
+				 tcpbuf_exact_fits(kept, pages) && exact_may_keep(sk, sc));
 	sc->kept_pages = step.kept;
+	if (step.kept && !kept)
+		exact_kept_mark();
 	if (!step.charge)
 		return;
 	before = __sync_fetch_and_add(&sc->charged_pages, (__s32)step.charge);

@@ -29,7 +29,10 @@ struct tcpbuf_enforce_ctl {
 	 * the compare-and-swap that moves the bit (near_swap()): the
 	 * crowded first window's walk is skipped while it is 0. */
 	__u32 crowded_cgroups;
-	__u32 pad;
+	/* Exact mode: set by a charge that makes a socket keep pages
+	 * (tcpbuf_exact_step()), cleared by the daemon before it walks the
+	 * sockets to give them back (tcpbuf_settle_due()). */
+	__u32 kept_since_settle;
 };
 
 /* Map "sweep_targets" (hash, key: cgroup id; the daemon's, not pinned): the

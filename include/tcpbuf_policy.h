@@ -838,7 +838,7 @@ TCPBUF_POLICY bool tcpbuf_follow_waits(__s64 before, __s64 target)
  * Exact mode: a charge of @pages (negative: an uncharge, no more than the
  * kernel holds for the socket) where the socket's cgroups hold @kept pages
  * beyond that. An uncharge is kept while the socket may keep pages (@lazy:
- * established, no level limited) and TCPBUF_EXACT_SLACK_PAGES are not
+ * established, tcpbuf_exact_keeps_under() each level) and TCPBUF_EXACT_SLACK_PAGES are not
  * passed, and a charge takes kept pages back first: a TCP_RR socket's
  * charge goes 0, 1, 0 pages every transaction (the forced page of its
  * request, reclaimed at the ACK), and each step charged every level. A
@@ -848,10 +848,26 @@ TCPBUF_POLICY bool tcpbuf_follow_waits(__s64 before, __s64 target)
  */
 #define TCPBUF_EXACT_SLACK_PAGES	8
 
+/* Whether a socket may keep pages under a level (@limited, its
+ * cgroup_sockets.near and state): unlimited, or far or dormant (near bit
+ * clear: what it keeps cannot matter before usage reaches the guard, and
+ * makes usage look higher only) and in no pressure. */
+TCPBUF_POLICY bool tcpbuf_exact_keeps_under(bool limited, __u32 near, __u32 state)
+{
+	return !limited || (!(near & 1) && state == TCPBUF_STATE_NORMAL);
+}
+
 struct tcpbuf_exact_step {
 	__s64 kept;	/* kept after it */
 	__s64 charge;	/* what the socket's cgroups are charged (negative: given back) */
 };
+
+/* Whether an uncharge of @pages (< 0) where @kept are kept could be kept:
+ * only then is it worth asking whether the socket may keep pages. */
+TCPBUF_POLICY bool tcpbuf_exact_fits(__s64 kept, __s64 pages)
+{
+	return pages < 0 && (kept > 0 ? kept : 0) - pages <= TCPBUF_EXACT_SLACK_PAGES;
+}
 
 TCPBUF_POLICY struct tcpbuf_exact_step tcpbuf_exact_step(__s64 kept, __s64 pages, bool lazy)
 {
@@ -862,12 +878,34 @@ TCPBUF_POLICY struct tcpbuf_exact_step tcpbuf_exact_step(__s64 kept, __s64 pages
 	if (pages >= 0) {
 		s.kept = kept > pages ? kept - pages : 0;
 		s.charge = pages - (kept - s.kept);
-	} else if (lazy && kept - pages <= TCPBUF_EXACT_SLACK_PAGES) {
+	} else if (lazy && tcpbuf_exact_fits(kept, pages)) {
 		s.kept = kept - pages;
 	} else {
 		s.charge = pages - kept;
 	}
 	return s;
+}
+
+/*
+ * Whether a status (or a scrape) walks every TCP socket to give kept pages
+ * back first (settle_tcp): only if some socket kept pages since the last
+ * walk (@kept_since; @walked 0: none yet, or a daemon killed mid-walk), and
+ * for a tenant (!@admin) at most once per TCPBUF_SETTLE_TENANT_MS: the walk
+ * visits the host's every socket, which a tenant could ask for at its full
+ * request rate. A tenant may then read up to
+ * TCPBUF_EXACT_SLACK_PAGES per socket kept since that walk. The count of
+ * socket-storage entries (status --json) walks too: due as if always kept.
+ */
+#define TCPBUF_SETTLE_TENANT_MS	1000
+
+TCPBUF_POLICY bool tcpbuf_settle_due(bool kept_since, bool walked, bool admin, __u64 now_ms,
+				     __u64 last_ms)
+{
+	if (!walked)
+		return true;
+	if (!kept_since)
+		return false;
+	return admin || now_ms - last_ms >= TCPBUF_SETTLE_TENANT_MS;
 }
 
 /* ------------------------------------------------------------ the rest */

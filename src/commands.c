@@ -142,7 +142,7 @@ static int cmd_status(struct daemon *d, const struct request *req, const struct 
 		snprintf(err, errlen, "out of memory");
 		return 1;
 	}
-	loader_settle(d->bpf); /* a status is a sample too */
+	loader_settle(d->bpf, s.admin); /* a status is a sample too */
 	daemon_tree_current(d);
 	for (i = 0; i < req->n_cgroups; i++) {
 		if (resolve(d, &s, req->cgroups[i], rel, sizeof(rel), err, errlen) ||
@@ -164,7 +164,7 @@ static int cmd_status(struct daemon *d, const struct request *req, const struct 
 	rows_as_seen(&rows, &s);
 	if (req->json)
 		status_print_json(out, &rows, tcpbuf_mode_name(loader_mode(d->bpf)),
-				  loader_count_sock_charges(d->bpf));
+				  loader_count_sock_charges(d->bpf, s.admin));
 	else
 		status_print_table(out, &rows, tcpbuf_mode_name(loader_mode(d->bpf)));
 	status_rows_free(&rows);
@@ -190,7 +190,7 @@ static int cmd_metrics(struct daemon *d, const struct peer *p, FILE *out, char *
 
 	if (scope_of(d, p, &s, err, errlen))
 		return 1;
-	loader_settle(d->bpf); /* a scrape is a sample too */
+	loader_settle(d->bpf, s.admin); /* a scrape is a sample too */
 	daemon_tree_current(d);
 	r = status_collect(loader_usage_fd(d->bpf), loader_limits_fd(d->bpf), &d->tree, &rows);
 	if (r) {

@@ -14,8 +14,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <time.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -28,6 +30,7 @@
 #include "hookfit.h"
 #include "loader.h"
 #include "tcpbuf_policy.h"
+#include "tcpbuf_enforce.h"
 #include "netns.h"
 #include "log.h"
 
@@ -38,6 +41,13 @@ struct tcpbuf_bpf {
 	int reconcile_link_fd;
 	int settle_link_fd;
 	int sock_count_link_fd;
+	/* Exact mode: enforce_ctl, for kept_since_settle; the last settle. */
+	struct tcpbuf_enforce_ctl *ctl;
+	bool settled;
+	__u64 settled_ms;
+	/* The last count of socket-storage entries, and when (0: none). */
+	long counted;
+	__u64 counted_ms;
 	char pin_path[PATH_MAX];
 };
 
@@ -470,6 +480,21 @@ static struct tcpbuf_bpf *loader_new(const char *pin_path)
 	return bpf;
 }
 
+/* enforce_ctl, pinned by the programs that share it; without it every
+ * settle walks. */
+static void ctl_map(struct tcpbuf_bpf *bpf)
+{
+	int fd = obj_get(bpf->pin_path, "", "enforce_ctl");
+	void *p;
+
+	if (fd < 0)
+		return;
+	p = mmap(NULL, sizeof(*bpf->ctl), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p != MAP_FAILED)
+		bpf->ctl = p;
+}
+
 int loader_start(const struct loader_opts *opts, struct tcpbuf_bpf **out)
 {
 	struct tcpbuf_bpf *bpf;
@@ -497,6 +522,8 @@ int loader_start(const struct loader_opts *opts, struct tcpbuf_bpf **out)
 		loader_close(bpf);
 		return err;
 	}
+	if (bpf->mode == TCPBUF_MODE_EXACT)
+		ctl_map(bpf);
 	*out = bpf;
 	return 0;
 }
@@ -506,11 +533,37 @@ int loader_reconcile(struct tcpbuf_bpf *bpf)
 	return netns_iter_each(bpf->reconcile_link_fd, netns_iter_drain, NULL);
 }
 
-int loader_settle(struct tcpbuf_bpf *bpf)
+static __u64 mono_ms(void)
 {
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000 + (__u64)ts.tv_nsec / 1000000;
+}
+
+int loader_settle(struct tcpbuf_bpf *bpf, bool admin)
+{
+	__u64 now = mono_ms();
+	bool kept;
+	int err;
+
 	if (bpf->mode == TCPBUF_MODE_SAMPLED)
 		return loader_reconcile(bpf);
-	return netns_iter_each(bpf->settle_link_fd, netns_iter_drain, NULL);
+	kept = !bpf->ctl || __atomic_load_n(&bpf->ctl->kept_since_settle, __ATOMIC_RELAXED);
+	if (!tcpbuf_settle_due(kept, bpf->settled, admin, now, bpf->settled_ms))
+		return 0;
+	/* Cleared before the walk: a socket that keeps pages behind it
+	 * marks it again. */
+	if (bpf->ctl)
+		__atomic_store_n(&bpf->ctl->kept_since_settle, 0, __ATOMIC_SEQ_CST);
+	err = netns_iter_each(bpf->settle_link_fd, netns_iter_drain, NULL);
+	if (err && bpf->ctl)
+		__atomic_store_n(&bpf->ctl->kept_since_settle, 1, __ATOMIC_RELAXED);
+	if (!err) {
+		bpf->settled = true;
+		bpf->settled_ms = now;
+	}
+	return err;
 }
 
 /* One namespace's count, added to *@arg. */
@@ -527,12 +580,20 @@ static int count_add(int fd, void *arg)
 	return 0;
 }
 
-long loader_count_sock_charges(struct tcpbuf_bpf *bpf)
+long loader_count_sock_charges(struct tcpbuf_bpf *bpf, bool admin)
 {
-	__u64 total = 0;
-	int err = netns_iter_each(bpf->sock_count_link_fd, count_add, &total);
+	__u64 total = 0, now = mono_ms();
+	int err;
 
-	return err ? err : (long)total;
+	/* A walk of every socket too: a tenant's at most once a second. */
+	if (!tcpbuf_settle_due(true, bpf->counted_ms, admin, now, bpf->counted_ms))
+		return bpf->counted;
+	err = netns_iter_each(bpf->sock_count_link_fd, count_add, &total);
+	if (err)
+		return err;
+	bpf->counted = (long)total;
+	bpf->counted_ms = now ? now : 1;
+	return bpf->counted;
 }
 
 void loader_close(struct tcpbuf_bpf *bpf)
@@ -551,6 +612,8 @@ void loader_close(struct tcpbuf_bpf *bpf)
 		close(bpf->settle_link_fd);
 	if (bpf->sock_count_link_fd >= 0)
 		close(bpf->sock_count_link_fd);
+	if (bpf->ctl)
+		munmap(bpf->ctl, sizeof(*bpf->ctl));
 	free(bpf);
 }
 

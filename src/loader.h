@@ -28,8 +28,10 @@ int loader_limits_fd(const struct tcpbuf_bpf *bpf);
 /* Bring every TCP socket's charge up to its footprint now (iter/tcp). */
 int loader_reconcile(struct tcpbuf_bpf *bpf);
 /* What a status reads made exact: sampled mode reconciles, exact mode gives
- * back the pages sockets keep (bpf/charge.bpf.h). */
-int loader_settle(struct tcpbuf_bpf *bpf);
+ * back the pages sockets keep (bpf/charge.bpf.h) when some socket kept
+ * pages since, for a tenant (!@admin) at most once a second
+ * (tcpbuf_settle_due()). */
+int loader_settle(struct tcpbuf_bpf *bpf, bool admin);
 
 /* The per-socket growth of tcpbuf_near_guard() for the running kernel and
  * @mode (the programs' near_guard_growth): 0, never dormant, before 6.11
@@ -40,8 +42,9 @@ unsigned loader_guard_growth(enum tcpbuf_mode mode);
 unsigned loader_guard_writer_pages(enum tcpbuf_mode mode);
 unsigned loader_bounded_rcvbuf(enum tcpbuf_mode mode);
 
-/* Sockets carrying tcpbufd state in socket storage, or negative errno. */
-long loader_count_sock_charges(struct tcpbuf_bpf *bpf);
+/* Sockets carrying tcpbufd state in socket storage, or negative errno; for
+ * a tenant (!@admin), up to a second old. */
+long loader_count_sock_charges(struct tcpbuf_bpf *bpf, bool admin);
 
 
 #endif

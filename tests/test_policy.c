@@ -842,8 +842,76 @@ static void check_exact_step_cases(void)
 				struct tcpbuf_exact_step st = tcpbuf_exact_step(kept, pages, lazy);
 
 				EXPECT_EQ(st.charge - st.kept, pages - kept);
+				/* Kept only where it fits: asking lazy elsewhere changes nothing. */
+				if (!tcpbuf_exact_fits(kept, pages)) {
+					struct tcpbuf_exact_step o = tcpbuf_exact_step(kept, pages, !lazy);
+
+					EXPECT_EQ(o.kept, st.kept);
+					EXPECT_EQ(o.charge, st.charge);
+				}
 				EXPECT_TRUE(st.kept >= 0 && st.kept <= TCPBUF_EXACT_SLACK_PAGES);
 			}
+}
+
+static const struct keeps_case {
+	bool limited;
+	__u32 near, state;
+	bool want;
+} keeps_cases[] = {
+	{ 0, 0, TCPBUF_STATE_NORMAL, 1 },	/* unlimited */
+	{ 0, 1, TCPBUF_STATE_PRESSURE, 1 },	/* (an unlimited entry's fields mean nothing) */
+	{ 1, 0, TCPBUF_STATE_NORMAL, 1 },	/* far, or dormant */
+	{ 1, TCPBUF_NEAR_CROWDED, TCPBUF_STATE_NORMAL, 1 },	/* (crowded is never without near) */
+	{ 1, 1, TCPBUF_STATE_NORMAL, 0 },	/* near: prompt */
+	{ 1, 1 | TCPBUF_NEAR_CROWDED, TCPBUF_STATE_NORMAL, 0 },
+	{ 1, 0, TCPBUF_STATE_PRESSURE, 0 },	/* in pressure or at max: prompt */
+	{ 1, 0, TCPBUF_STATE_MAX, 0 },
+};
+
+static void check_keeps_cases(void)
+{
+	for (size_t i = 0; i < sizeof(keeps_cases) / sizeof(keeps_cases[0]); i++) {
+		const struct keeps_case *k = &keeps_cases[i];
+		bool got = tcpbuf_exact_keeps_under(k->limited, k->near, k->state);
+
+		if (got != k->want)
+			test_log("keeps under: limited %d near %u state %u: %d", k->limited,
+				 k->near, k->state, got);
+		EXPECT_EQ(got, k->want);
+	}
+}
+
+/* ------------------------------------------------- settling kept pages */
+
+static const struct settle_case {
+	bool kept_since, walked, admin;
+	__u64 now_ms, last_ms;
+	bool want;
+} settle_cases[] = {
+	{ 0, 0, 0, 5, 0, 1 },		/* never walked: walk, even for a tenant */
+	{ 0, 0, 1, 5, 0, 1 },
+	{ 0, 1, 1, 9000, 0, 0 },	/* nothing kept since: no walk, not even the admin's */
+	{ 0, 1, 0, 9000, 0, 0 },
+	{ 1, 1, 1, 100, 99, 1 },	/* kept: the administrator's always */
+	{ 1, 1, 0, 100, 99, 0 },	/* a tenant's: once a second */
+	{ 1, 1, 0, 1098, 99, 0 },
+	{ 1, 1, 0, 1099, 99, 1 },
+	{ 1, 1, 0, 50000, 99, 1 },
+};
+
+static void check_settle_cases(void)
+{
+	for (size_t i = 0; i < sizeof(settle_cases) / sizeof(settle_cases[0]); i++) {
+		const struct settle_case *k = &settle_cases[i];
+		bool got = tcpbuf_settle_due(k->kept_since, k->walked, k->admin, k->now_ms,
+					     k->last_ms);
+
+		if (got != k->want)
+			test_log("settle: kept %d walked %d admin %d at %llu (last %llu): %d",
+				 k->kept_since, k->walked, k->admin, (unsigned long long)k->now_ms,
+				 (unsigned long long)k->last_ms, got);
+		EXPECT_EQ(got, k->want);
+	}
 }
 
 /* ------------------------------------------------------------- the sweep */
@@ -1164,6 +1232,8 @@ int main(void)
 	check_guard_cases();
 	check_bounded_cases();
 	check_exact_step_cases();
+	check_settle_cases();
+	check_keeps_cases();
 	sweep_states();
 	sweep_caps();
 	sweep_buffers();
