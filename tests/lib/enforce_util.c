@@ -142,20 +142,12 @@ static int optmem_max_set(int bytes)
 	return fclose(f) == 0 && ok ? 0 : -1;
 }
 
-static int cmd_waiting(int cmd)
-{
-	struct pollfd p = { .fd = cmd, .events = POLLIN };
-
-	return poll(&p, 1, 0) > 0;
-}
-
 static void xchild(const struct xload_opts *o, int cmd, int rep)
 {
 	struct sockaddr_storage ss;
 	socklen_t alen;
 	struct xconn *c;
 	int lfd, mode = o->mode, trickle = o->trickle, sending = 1, one = 1;
-	unsigned next_push = 0, next_pull = 0;
 	double next_tick = now_sec();
 	char line[128];
 
@@ -274,18 +266,12 @@ static void xchild(const struct xload_opts *o, int cmd, int rep)
 				mode = XL_STALL;
 			}
 		}
-		/* A command is answered after the connection at hand, not after
-		 * the round: a round moves and checks every queued byte, which
-		 * a starved guest took over 30 s for. Rounds start where the
-		 * last one stopped, so commands starve no connection. */
 		if (sending)
-			for (int k = 0; k < o->nconn && !cmd_waiting(cmd); k++, next_push++)
-				moved += xpush(&c[next_push % o->nconn], next_push % o->nconn);
-		if (cmd_waiting(cmd))
-			continue;
+			for (int i = 0; i < o->nconn; i++)
+				moved += xpush(&c[i], i);
 		if (mode == XL_READ) {
-			for (int k = 0; k < o->nconn && !cmd_waiting(cmd); k++, next_pull++)
-				moved += xpull(&c[next_pull % o->nconn], next_pull % o->nconn, -1);
+			for (int i = 0; i < o->nconn; i++)
+				moved += xpull(&c[i], i, -1);
 		} else if (mode == XL_TRICKLE) {
 			if (now_sec() >= next_tick) {
 				next_tick += 0.1;
