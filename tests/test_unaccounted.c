@@ -131,7 +131,7 @@ static void run(const struct phase *p)
 	struct peak_sampler *ps;
 	struct xload *l;
 	int64_t peak_daemon, unacct, in_table, in_metrics, entries;
-	double ratio;
+	double ratio, t0;
 
 	limits_write(cg, limit_pages, 0, 0, 0);
 	ASSERT_OK(daemon_reload_until(cg, limit_pages, 5000));
@@ -180,8 +180,9 @@ static void run(const struct phase *p)
 		EXPECT_EQ(in_metrics, 0);
 	}
 
+	t0 = now_sec();
 	ASSERT_OK(xload_finish(l, 60000, msg, sizeof(msg)) == 0 ? 0 : (test_log("%s", msg), -1));
-	test_log("%s: %s", name, msg);
+	test_log("%s: %s (drained in %.1f s)", name, msg, now_sec() - t0);
 	xload_close(l);
 	skmem_netns_clear();
 	/* Closed: nothing left counted or in the fallback table. */
