@@ -31,6 +31,7 @@
  */
 #include "enforce_util.h"
 #include "harness.h"
+#include "progstats.h"
 #include "skmem.h"
 
 #include <bpf/bpf.h>
@@ -56,43 +57,6 @@ static uint64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* run_cnt of the pinned program named @name (a link under links/), or -1. */
-static int64_t run_cnt(const char *name)
-{
-	char dir[4096], path[8192];
-	struct dirent *d;
-	int64_t cnt = -1;
-	DIR *dp;
-
-	snprintf(dir, sizeof(dir), "%s/links", daemon_pin_path());
-	dp = opendir(dir);
-	if (!dp)
-		return -1;
-	while (cnt < 0 && (d = readdir(dp))) {
-		struct bpf_link_info li = {};
-		struct bpf_prog_info pi = {};
-		__u32 len = sizeof(li);
-		int fd, pfd;
-
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
-		fd = bpf_obj_get(path);
-		if (fd < 0)
-			continue;
-		if (!bpf_obj_get_info_by_fd(fd, &li, &len) &&
-		    (pfd = bpf_prog_get_fd_by_id(li.prog_id)) >= 0) {
-			len = sizeof(pi);
-			if (!bpf_obj_get_info_by_fd(pfd, &pi, &len) && !strcmp(pi.name, name))
-				cnt = pi.run_cnt;
-			close(pfd);
-		}
-		close(fd);
-	}
-	closedir(dp);
-	return cnt;
 }
 
 /* One bulk connection in @cg for about 2 s: the largest buffers its sockets
@@ -122,7 +86,7 @@ static void bulk_run(const char *cg, struct bulk *r)
 		struct bufs_summary s = {};
 
 		if (i == 5)
-			c0 = run_cnt("enforce_sockops");
+			c0 = daemon_prog_run_cnt("enforce_sockops");
 		if (!bufs_summary(cg, 0, &s)) {
 			if (s.snd_max > r->snd_max)
 				r->snd_max = s.snd_max;
@@ -131,7 +95,7 @@ static void bulk_run(const char *cg, struct bulk *r)
 		}
 		msleep(100);
 	}
-	c1 = run_cnt("enforce_sockops");
+	c1 = daemon_prog_run_cnt("enforce_sockops");
 	close(stats);
 	r->runs = c0 >= 0 && c1 >= 0 ? c1 - c0 : -1;
 	r->a = armed_count(cg);
@@ -284,7 +248,7 @@ static int64_t rr_run(const char *cg, int ms, int64_t *before)
 		/* The daemon unlinks the samplers once it has read that the
 		 * cgroup is bounded: the steady state is what is measured,
 		 * the wait is told. */
-		while (run_cnt("send_length") >= 0 && waited < 3000) {
+		while (daemon_prog_run_cnt("send_length") >= 0 && waited < 3000) {
 			msleep(10);
 			waited += 10;
 		}

@@ -19,6 +19,7 @@
  */
 #include "enforce_util.h"
 #include "harness.h"
+#include "progstats.h"
 #include "skmem.h"
 
 #include <arpa/inet.h>
@@ -52,44 +53,6 @@ static int pair_open(int *a, int *b)
 	return *b < 0 ? -1 : 0;
 }
 
-/* run_cnt of the pinned program named @name (a link under links/), or -1
- * (as test_near_free's). */
-static int64_t prog_run_cnt(const char *name)
-{
-	char dir[4096], path[8192];
-	struct dirent *d;
-	int64_t cnt = -1;
-	DIR *dp;
-
-	snprintf(dir, sizeof(dir), "%s/links", daemon_pin_path());
-	dp = opendir(dir);
-	if (!dp)
-		return -1;
-	while (cnt < 0 && (d = readdir(dp))) {
-		struct bpf_link_info li = {};
-		struct bpf_prog_info pi = {};
-		__u32 len = sizeof(li);
-		int fd, pfd;
-
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
-		fd = bpf_obj_get(path);
-		if (fd < 0)
-			continue;
-		if (!bpf_obj_get_info_by_fd(fd, &li, &len) &&
-		    (pfd = bpf_prog_get_fd_by_id(li.prog_id)) >= 0) {
-			len = sizeof(pi);
-			if (!bpf_obj_get_info_by_fd(pfd, &pi, &len) && !strcmp(pi.name, name))
-				cnt = pi.run_cnt;
-			close(pfd);
-		}
-		close(fd);
-	}
-	closedir(dp);
-	return cnt;
-}
-
 /* A message from @a to @b and its reply. */
 static int exchange(int a, int b)
 {
@@ -104,12 +67,12 @@ static int exchange(int a, int b)
 /* settle_tcp's runs over one status. */
 static int64_t status_runs(void)
 {
-	int64_t c0 = prog_run_cnt("settle_tcp"), c1;
+	int64_t c0 = daemon_prog_run_cnt("settle_tcp"), c1;
 	char *out = NULL;
 
 	ASSERT_EQ(ctl(&out, "status"), 0);
 	free(out);
-	c1 = prog_run_cnt("settle_tcp");
+	c1 = daemon_prog_run_cnt("settle_tcp");
 	ASSERT_TRUE(c0 >= 0 && c1 >= 0);
 	return c1 - c0;
 }

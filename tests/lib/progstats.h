@@ -1,0 +1,15 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * What the kernel counts of the daemon's own programs (bpf_prog_info), for
+ * tests that show a program did or did not run. Link with -lbpf.
+ */
+#ifndef TCPBUF_TEST_PROGSTATS_H
+#define TCPBUF_TEST_PROGSTATS_H
+
+#include <stdint.h>
+
+/* run_cnt of the daemon's linked program named @name (a link pinned under
+ * its pin path's links/), or -1 when none is linked. */
+int64_t daemon_prog_run_cnt(const char *name);
+
+#endif
