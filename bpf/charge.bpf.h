@@ -154,9 +154,6 @@ const volatile __u32 near_guard_writer_pages = 0;
  * loader_bounded_rcvbuf(); tcpbuf_bounded()); 0, never bounded. */
 const volatile __u32 near_guard_bounded_rcvbuf = 0;
 
-/* cgroup_sockets.dormant: bit 0 dormant, bit 1 bounded too. */
-#define TCPBUF_DORMANT_BOUNDED	2
-
 /* Whether a dormant cgroup with @sockets is bounded (tcpbuf_bounded()). */
 static __always_inline bool near_bounded(__s64 sockets, __u64 pressure_pages, __u64 max_pages)
 {

@@ -69,11 +69,15 @@ struct cgroup_sockets {
 	__s64 sockets;
 	__s64 senders;
 	__u32 near;	/* bit 0 near (tcpbuf_near_next()), bit 1 crowded (tcpbuf_crowded_next()) */
-	__u32 dormant;	/* near by its sockets, but under its guard (tcpbuf_near_guard()) */
+	__u32 dormant;	/* near by its sockets, but under its guard (tcpbuf_near_guard());
+			 * TCPBUF_DORMANT_BOUNDED set: bounded too (tcpbuf_bounded()) */
 	__u32 crowd_ms;	/* when it last turned crowded (CLOCK_MONOTONIC, ms, wraps) */
 	__u32 syn_drops;	/* SYNs its listeners' ingress dropped while it was newly
 				 * crowded (enforce_crowd.bpf.h) */
 };
+
+/* cgroup_sockets.dormant: bit 0 dormant, this bit bounded too. */
+#define TCPBUF_DORMANT_BOUNDED	2
 
 /*
  * Map "cgroup_usage", key: cgroup id (__u64, the inode of the cgroup v2 directory).

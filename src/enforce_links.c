@@ -378,8 +378,8 @@ bool samplers_wanted(struct enforcer *e)
 
 	for (size_t i = 0; i < e->n_limits; i++)
 		if (!bpf_map_lookup_elem(fd, &e->limits[i].id, &u) &&
-		    (u.established.near ||
-		     (sampled && u.established.dormant && !(u.established.dormant & 2)))) {
+		    (u.established.near || (sampled && u.established.dormant &&
+					    !(u.established.dormant & TCPBUF_DORMANT_BOUNDED)))) {
 			log_debug("cgroup %llu: near %u, dormant %u at %lld sockets: samplers wanted",
 				  (unsigned long long)e->limits[i].id, u.established.near,
 				  u.established.dormant, (long long)u.established.sockets);

@@ -234,7 +234,7 @@ int main(void)
 			 "(%.3f x max), state %s, dormant %u", (unsigned long long)sent,
 			 (unsigned long long)peak_pages(ps), ratio, status_state(cg), dormant_of());
 		EXPECT_LE(ratio, 1.05);
-		EXPECT_TRUE(!(dormant_of() & 2));
+		EXPECT_TRUE(!(dormant_of() & TCPBUF_DORMANT_BOUNDED));
 		peak_free(ps);
 		shutdown(c, SHUT_WR);
 		fcntl(c, F_SETFL, 0);
