@@ -73,6 +73,10 @@ int ctl_update(struct enforcer *e, unsigned limited, bool near_linked)
 	e->limited = limited;
 	if (!ctl)
 		return -ENODEV;
+	/* A cgroup bounded at its first connection has ingress linked but no
+	 * samplers; when a burst turns it near, its armed sockets must sample
+	 * themselves until the samplers are there, or nothing moves usage. */
+	near_linked = near_linked && (e->mode != TCPBUF_MODE_SAMPLED || e->samplers_on);
 	/* In place, never the whole entry: a write of a copy would take back
 	 * the epoch bumps programs made meanwhile. Bumped after, so whatever
 	 * is found at the new epoch was found with these. */

@@ -388,11 +388,29 @@ bool samplers_wanted(struct enforcer *e)
 	return false;
 }
 
+/* Samplers linked (@on) or not, and enforce_ctl.near_linked told: cleared
+ * before they go, set once they are there (ctl_update()). */
+static int samplers_set(struct enforcer *e, bool on)
+{
+	int err;
+
+	if (!on && e->samplers_on) {
+		e->samplers_on = false;
+		ctl_update(e, e->limited, e->near == 1);
+	}
+	err = demand_links_set(e->pin_path, on);
+	if (on && !e->samplers_on && !err) {
+		e->samplers_on = true;
+		err = ctl_update(e, e->limited, e->near == 1);
+	}
+	return err;
+}
+
 /* Samplers linked or not as samplers_wanted() says, while the rest of
  * per-segment enforcement is on (near_links()). */
 int samplers_sync(struct enforcer *e)
 {
-	return demand_links_set(e->pin_path, e->near == 1 && samplers_wanted(e));
+	return samplers_set(e, e->near == 1 && samplers_wanted(e));
 }
 
 /*
@@ -412,7 +430,7 @@ int near_links(struct enforcer *e, bool on)
 	 * this is clear: cleared before unlinking, set once linked. */
 	if (!on)
 		err = ctl_update(e, e->limited, false);
-	err = demand_links_set(e->pin_path, on && samplers_wanted(e)) ?: err;
+	err = samplers_set(e, on && samplers_wanted(e)) ?: err;
 	e->near = on;
 	err = ingress_sync(e) ?: err;
 	if (on)

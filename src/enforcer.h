@@ -49,6 +49,7 @@ struct enforcer {
 	struct enforce_cgroup *tops;	/* topmost limited cgroups in the scope (own paths) */
 	size_t n_tops, tops_cap;
 	int near;		/* some limited cgroup is near: 1, none: 0, unknown: -1 */
+	bool samplers_on;	/* sampled mode: the per-syscall samplers are linked */
 	unsigned limited;	/* cgroups with limits, as enforce_ctl has it */
 	struct oneshot hold;	/* far for NEAR_HOLD_MS, then unlink */
 	struct oneshot pace;	/* the next sweep for events is due */
@@ -74,6 +75,8 @@ struct enforcer {
 };
 
 /* enforce.c */
+/* enforce_ctl's count of limited cgroups, and near_linked: @near_linked (the
+ * per-segment links are on) and, in sampled mode, the samplers linked. */
 int ctl_update(struct enforcer *e, unsigned limited, bool near_linked);
 
 /* enforce_links.c */
