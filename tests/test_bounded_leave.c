@@ -16,11 +16,13 @@
  *      bounded (the writers' ceiling covers what SO_SNDBUF gives, twice
  *      wmem_max, as well as autotuning's tcp_wmem[2]); SO_SNDBUFFORCE past
  *      that ceiling, then one transaction: no longer bounded;
- *   4. SO_RCVBUFFORCE of twice max on the reader, which then stalls while the
- *      writer writes for 3 s (up to 10 s, until it wrote 1.5 x max): the cgroup's peak by sock_diag every 10 ms
- *      stays within 1.05 x max (what the sockets held while bounded is
- *      charged as they leave it, not when the samplers come), and every
- *      byte arrives once it reads again.
+ *   4. SO_RCVBUFFORCE of twice max on the reader (whose window scale allows
+ *      a window that large: a guest's tcp_rmem[2] would not), which then
+ *      stalls while the writer writes for 3 s (up to 10 s, until it wrote
+ *      1.5 x max): the cgroup's peak by sock_diag every 10 ms stays within
+ *      1.05 x max (what the sockets held while bounded is charged as they
+ *      leave it, not when the samplers come), and every byte arrives once
+ *      it reads again.
  * On kernels from 6.11 (dormancy); skipped in exact mode (nothing is
  * followed there).
  */
@@ -75,16 +77,21 @@ static uint32_t dormant_of(void)
 }
 
 /* A connection with both ends created in the cgroup: *@c the client, *@s
- * the accepted server end. */
-static void pair_make(int *c, int *s)
+ * the accepted server end. @wide: the server end's window scale as for a
+ * receive buffer of @wide bytes (its listener's, forced), its buffer then
+ * back to the kernel's default size (locked), so that it can later
+ * advertise more than tcp_rmem[2]'s scale allows. */
+static void pair_make(int *c, int *s, int wide)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t alen = sizeof(a);
-	int l;
+	int l, v = (int)sysctl_field("/proc/sys/net/ipv4/tcp_rmem", 1) / 2;
 
 	ASSERT_OK(cg_enter(cg));
 	l = socket(AF_INET, SOCK_STREAM, 0);
 	ASSERT_TRUE(l >= 0);
+	if (wide)
+		ASSERT_OK(setsockopt(l, SOL_SOCKET, SO_RCVBUFFORCE, &wide, sizeof(wide)));
 	ASSERT_OK(bind(l, (void *)&a, sizeof(a)));
 	ASSERT_OK(listen(l, 1));
 	ASSERT_OK(getsockname(l, (void *)&a, &alen));
@@ -93,6 +100,8 @@ static void pair_make(int *c, int *s)
 	ASSERT_OK(connect(*c, (void *)&a, sizeof(a)));
 	*s = accept(l, NULL, NULL);
 	ASSERT_TRUE(*s >= 0);
+	if (wide)
+		ASSERT_OK(setsockopt(*s, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v)));
 	close(l);
 	ASSERT_OK(cg_leave());
 }
@@ -110,11 +119,11 @@ static void rr(int c, int s, int n)
 }
 
 /* A fresh pair, bounded after a few transactions (as the cgroup says). */
-static void pair_bounded(int *c, int *s, const char *what)
+static void pair_bounded(int *c, int *s, const char *what, int wide)
 {
 	uint32_t d;
 
-	pair_make(c, s);
+	pair_make(c, s, wide);
 	rr(*c, *s, 100);
 	msleep(100);
 	d = dormant_of();
@@ -182,7 +191,7 @@ int main(void)
 	ASSERT_OK(daemon_reload_until(cg, PAGES(limit), 5000));
 
 	/* 1. Autotuning. */
-	pair_bounded(&c, &s, "autotuning");
+	pair_bounded(&c, &s, "autotuning", 0);
 	{
 		static char buf[1 << 16];
 		uint64_t end = 0;
@@ -211,7 +220,7 @@ int main(void)
 	pair_close(c, s);
 
 	/* 2. SO_RCVBUF: past the bounded size only if rmem_max lets it. */
-	pair_bounded(&c, &s, "SO_RCVBUF");
+	pair_bounded(&c, &s, "SO_RCVBUF", 0);
 	v = 1 << 20;
 	ASSERT_OK(setsockopt(s, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v)));
 	rr(c, s, 1);
@@ -227,7 +236,7 @@ int main(void)
 
 	/* 3. SO_SNDBUF up to wmem_max: within the writers' ceiling; forced
 	 * past it: out. */
-	pair_bounded(&c, &s, "SO_SNDBUF");
+	pair_bounded(&c, &s, "SO_SNDBUF", 0);
 	v = (int)sysctl_field("/proc/sys/net/core/wmem_max", 0);
 	ASSERT_OK(setsockopt(c, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v)));
 	rr(c, s, 1);
@@ -241,7 +250,7 @@ int main(void)
 	pair_close(c, s);
 
 	/* 4. A forced 32 MiB receive buffer, then the reader stalls. */
-	pair_bounded(&c, &s, "SO_RCVBUFFORCE");
+	pair_bounded(&c, &s, "SO_RCVBUFFORCE", (int)limit);
 	{
 		static char buf[1 << 16];
 		struct peak_sampler *ps;
