@@ -35,6 +35,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,7 +64,7 @@ static void verdicts(void)
 		skmem_foreach(verdict_cb, NULL);
 }
 
-static uint32_t dormant_of(void)
+static struct cgroup_usage usage_entry(void)
 {
 	struct cgroup_usage u = {};
 	uint64_t id = cg_id(cg);
@@ -73,7 +74,12 @@ static uint32_t dormant_of(void)
 		memset(&u, 0xff, sizeof(u));
 	if (fd >= 0)
 		close(fd);
-	return u.established.dormant;
+	return u;
+}
+
+static uint32_t dormant_of(void)
+{
+	return usage_entry().established.dormant;
 }
 
 /* A connection with both ends created in the cgroup: *@c the client, *@s
@@ -249,7 +255,43 @@ int main(void)
 	expect_bounded("SO_SNDBUFFORCE", false);
 	pair_close(c, s);
 
-	/* 4. A forced 32 MiB receive buffer, then the reader stalls. */
+	/* 4. Leaving with full queues, the daemon stopped: usage has them at once. */
+	pair_bounded(&c, &s, "stopped daemon", 0);
+	{
+		static char buf[1 << 16];
+		struct skmem_total k = {};
+		int64_t usage;
+
+		fcntl(c, F_SETFL, O_NONBLOCK);
+		while (write(c, buf, sizeof(buf)) > 0)
+			;
+		msleep(100);
+		while (write(c, buf, sizeof(buf)) > 0)
+			;
+		ASSERT_OK(skmem_cgroup(cg_id(cg), &k));
+		test_log("stopped daemon: queues full while bounded (dormant %u): %llu pages by "
+			 "sock_diag, usage %lld", dormant_of(), (unsigned long long)k.pages,
+			 (long long)usage_entry().usage_pages);
+		ASSERT_OK(daemon_signal(SIGSTOP));
+		v = 1 << 20;
+		ASSERT_OK(setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)));
+		/* A read opens the window: the writer's next segment finds the
+		 * reader past the bound, its ACK the writer out of bounded. */
+		ASSERT_TRUE(read(s, buf, sizeof(buf)) > 0);
+		msleep(200);
+		ASSERT_OK(skmem_cgroup(cg_id(cg), &k));
+		usage = usage_entry().usage_pages;
+		test_log("stopped daemon: after the leave (dormant %u): %llu pages by sock_diag, "
+			 "usage %lld", dormant_of(), (unsigned long long)k.pages, (long long)usage);
+		EXPECT_TRUE(!(dormant_of() & TCPBUF_DORMANT_BOUNDED));
+		/* Within a follow step (TCPBUF_FOLLOW_STEP_PAGES) per socket. */
+		EXPECT_GE(usage + 2 * TCPBUF_FOLLOW_STEP_PAGES, (int64_t)k.pages);
+		ASSERT_OK(daemon_signal(SIGCONT));
+		fcntl(c, F_SETFL, 0);
+	}
+	pair_close(c, s);
+
+	/* 5. A forced 32 MiB receive buffer, then the reader stalls. */
 	pair_bounded(&c, &s, "SO_RCVBUFFORCE", (int)limit);
 	{
 		static char buf[1 << 16];
