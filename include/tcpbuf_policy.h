@@ -340,8 +340,8 @@ TCPBUF_POLICY __s64 tcpbuf_near_guard_writers(__s64 guard, __u64 pressure_pages,
  * side: a receiver queues at most its sk_rcvbuf and one skb more, a writer
  * one skb past its sk_sndbuf, and each keeps a page of forward allocation
  * (TCPBUF_BOUNDED_SLACK_PAGES). @sock_pages is that bound for a socket whose
- * sk_rcvbuf is at most the bounded size (tcpbuf_bounded_sock_pages(), 1 MiB:
- * what a request/response connection's autotuning stays under); ingress
+ * sk_rcvbuf is at most the bounded size (tcpbuf_bounded_sock_pages() of
+ * tcpbuf_bounded_rcvbuf(), below); ingress
  * checks every segment's socket is still within it (tcpbuf_bounded_sock_ok()),
  * since only a segment that passes ingress can queue beyond it, and leaves
  * bounded otherwise. @sock_pages 0: never bounded.
@@ -364,8 +364,8 @@ TCPBUF_POLICY bool tcpbuf_bounded(__s64 sockets, __u64 sock_pages, __s64 guard_p
 
 /* Whether a socket's buffers are still those bounded assumed: sk_rcvbuf at
  * most @rcvbuf_bound (autotuning, SO_RCVBUF and tcpbufd's own caps raise it),
- * sk_sndbuf at most the writers' ceiling the guard keeps below max (SO_SNDBUF
- * reaches past it). */
+ * sk_sndbuf at most the writers' ceiling the guard keeps below max
+ * (tcpbuf_writer_ceiling(); SO_SNDBUFFORCE reaches past it). */
 TCPBUF_POLICY bool tcpbuf_bounded_sock_ok(__s64 rcvbuf, __s64 sndbuf, __s64 rcvbuf_bound,
 					  __s64 sndbuf_bound)
 {
