@@ -283,6 +283,18 @@ __noinline int bounded_look(struct sock_charge *sc, int ok)
 	return w.bounded;
 }
 
+/* Out of bounded: nothing charged the socket of @sc while it was (no
+ * sampler runs for a bounded cgroup), so its whole footprint, @pages, is
+ * charged now, before the segment passes: usage must hold what the socket
+ * already has without waiting for the samplers and the sweep. Global: its
+ * charge is checked once, apart from ingress. */
+__noinline int bounded_left_charge(struct sock_charge *sc, __s64 pages)
+{
+	if (sc)
+		sample_charge_guarded(sc, pages, SAMPLE_EXACT);
+	return 0;
+}
+
 static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 {
 	struct tcpbuf_enforce_ctl *ctl = enforce_ctl_get();
@@ -338,11 +350,11 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 	 * level enters bounded), or no longer (its buffers grew past the
 	 * bound since a look found it bounded). */
 	if (near_guard_bounded_rcvbuf && (sc->enforce.flags & TCPBUF_SE_FOLLOWED)) {
-		bool ok = sock_bounded_ok(sk);
+		bool ok = sock_bounded_ok(sk), was = v.bits & TCPBUF_V_BOUNDED;
 
 		if (!tcpbuf_verdict_valid(&v, epoch, TCPBUF_VERDICT_NO_CLOCK,
 					  TCPBUF_V_BOUND_LOOKED) ||
-		    (!ok && (v.bits & TCPBUF_V_BOUNDED))) {
+		    (!ok && was)) {
 			bool bounded = bounded_look(sc, ok);
 
 			nv = tcpbuf_verdict_with(v, epoch, TCPBUF_V_BOUND_LOOKED |
@@ -353,6 +365,10 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 				v = nv;
 			if (bounded)
 				return 1;
+			if (was) {
+				bounded_left_charge(sc, sk_footprint_pages(sk));
+				uncharged = with - sc->charged_pages;
+			}
 		}
 	}
 	if (tcpbuf_verdict_valid(&v, epoch, TCPBUF_VERDICT_NO_CLOCK, TCPBUF_V_CLEAR) &&

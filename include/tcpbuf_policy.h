@@ -340,8 +340,8 @@ TCPBUF_POLICY __s64 tcpbuf_near_guard_writers(__s64 guard, __u64 pressure_pages,
  * side: a receiver queues at most its sk_rcvbuf and one skb more, a writer
  * one skb past its sk_sndbuf, and each keeps a page of forward allocation
  * (TCPBUF_BOUNDED_SLACK_PAGES). @sock_pages is that bound for a socket whose
- * sk_rcvbuf is at most the bounded size (tcpbuf_bounded_sock_pages(), 1 MiB:
- * what a request/response connection's autotuning stays under); ingress
+ * sk_rcvbuf is at most the bounded size (tcpbuf_bounded_sock_pages() of
+ * tcpbuf_bounded_rcvbuf(), below); ingress
  * checks every segment's socket is still within it (tcpbuf_bounded_sock_ok()),
  * since only a segment that passes ingress can queue beyond it, and leaves
  * bounded otherwise. @sock_pages 0: never bounded.
@@ -364,12 +364,46 @@ TCPBUF_POLICY bool tcpbuf_bounded(__s64 sockets, __u64 sock_pages, __s64 guard_p
 
 /* Whether a socket's buffers are still those bounded assumed: sk_rcvbuf at
  * most @rcvbuf_bound (autotuning, SO_RCVBUF and tcpbufd's own caps raise it),
- * sk_sndbuf at most the writers' ceiling the guard keeps below max (SO_SNDBUF
- * reaches past it). */
+ * sk_sndbuf at most the writers' ceiling the guard keeps below max
+ * (tcpbuf_writer_ceiling(); SO_SNDBUFFORCE reaches past it). */
 TCPBUF_POLICY bool tcpbuf_bounded_sock_ok(__s64 rcvbuf, __s64 sndbuf, __s64 rcvbuf_bound,
 					  __s64 sndbuf_bound)
 {
 	return rcvbuf_bound > 0 && rcvbuf <= rcvbuf_bound && sndbuf <= sndbuf_bound;
+}
+
+/*
+ * The writers' ceiling in bytes: the largest sk_sndbuf a socket reaches
+ * without SO_SNDBUFFORCE. Autotuning (tcp_sndbuf_expand()) raises it up to
+ * tcp_wmem[2] whatever wmem_max says, SO_SNDBUF up to twice wmem_max: the
+ * larger of the two. Examples: 4 MiB, 212992 (defaults): 4 MiB; 4 MiB,
+ * 4 MiB: 8 MiB.
+ */
+TCPBUF_POLICY __s64 tcpbuf_writer_ceiling(__s64 tcp_wmem_max, __s64 wmem_max)
+{
+	return tcp_wmem_max > 2 * wmem_max ? tcp_wmem_max : 2 * wmem_max;
+}
+
+/*
+ * The sk_rcvbuf a bounded cgroup's sockets may have (bytes; 0: never
+ * bounded): TCPBUF_BOUNDED_RCVBUF, or tcp_rmem[1] where that is larger, but
+ * no more than any socket reaches without SO_RCVBUFFORCE (autotuning stops
+ * at tcp_rmem[2], SO_RCVBUF at twice rmem_max): a bound no socket can pass
+ * costs nothing to keep lower. One constant for the host rather than one
+ * per cgroup from its guard, so ingress checks it with plain loads.
+ * Examples: 131072, 6 MiB, 212992: 1 MiB; 131072, 256 KiB, 64 KiB: 256 KiB.
+ */
+#define TCPBUF_BOUNDED_RCVBUF	(1 << 20)	/* 8 x a 128 KiB tcp_rmem[1]: a request/
+						 * response connection's autotuning stays under it */
+
+TCPBUF_POLICY __s64 tcpbuf_bounded_rcvbuf(__s64 tcp_rmem_def, __s64 tcp_rmem_max, __s64 rmem_max)
+{
+	__s64 want = tcp_rmem_def > TCPBUF_BOUNDED_RCVBUF ? tcp_rmem_def : TCPBUF_BOUNDED_RCVBUF;
+	__s64 reach = tcp_rmem_max > 2 * rmem_max ? tcp_rmem_max : 2 * rmem_max;
+
+	if (reach < want)
+		want = reach;
+	return want > 0 && want < (1LL << 30) ? want : 0;
 }
 
 /* tcpbuf_near_guard()'s per-socket growth: 1 MiB, what a loopback stream

@@ -41,19 +41,6 @@
 
 /* ------------------------------------------------------------ helpers */
 
-static long sysctl_long(const char *path, int field, long fallback)
-{
-	long v[3] = { fallback, fallback, fallback };
-	FILE *f = fopen(path, "re");
-	int n;
-
-	if (!f)
-		return fallback;
-	n = fscanf(f, "%ld %ld %ld", &v[0], &v[1], &v[2]);
-	fclose(f);
-	return n > field ? v[field] : fallback;
-}
-
 static bool kernel_has(const char *name, int kind)
 {
 	struct btf *btf = btf__load_vmlinux_btf();
@@ -183,10 +170,10 @@ static int print_fn(enum libbpf_print_level level, const char *fmt, va_list args
 
 static void set_rodata(struct enforce *skel, enum tcpbuf_mode mode)
 {
-	long wmem_max = sysctl_long("/proc/sys/net/core/wmem_max", 0, 212992);
-	long rmem_max = sysctl_long("/proc/sys/net/core/rmem_max", 0, 212992);
-	long tcp_wmem2 = sysctl_long("/proc/sys/net/ipv4/tcp_wmem", 2, 4 << 20);
-	long tcp_rmem2 = sysctl_long("/proc/sys/net/ipv4/tcp_rmem", 2, 6 << 20);
+	long wmem_max = loader_sysctl_long("/proc/sys/net/core/wmem_max", 0, 212992);
+	long rmem_max = loader_sysctl_long("/proc/sys/net/core/rmem_max", 0, 212992);
+	long tcp_wmem2 = loader_sysctl_long("/proc/sys/net/ipv4/tcp_wmem", 2, 4 << 20);
+	long tcp_rmem2 = loader_sysctl_long("/proc/sys/net/ipv4/tcp_rmem", 2, 6 << 20);
 	long snd = 2 * wmem_max, rcv = 2 * rmem_max;
 
 	/* What autotuning would reach, as far as SO_*BUF can give it. */
@@ -205,7 +192,7 @@ static void set_rodata(struct enforce *skel, enum tcpbuf_mode mode)
 	skel->rodata->rcvbuf_ceiling = rcv > INT_MAX ? INT_MAX : rcv;
 	/* A new socket starts where the kernel would start it (tcp_wmem[1]);
 	 * the callbacks grow it while its writer keeps it full. */
-	skel->rodata->sndbuf_initial = sysctl_long("/proc/sys/net/ipv4/tcp_wmem", 1, 16384);
+	skel->rodata->sndbuf_initial = loader_sysctl_long("/proc/sys/net/ipv4/tcp_wmem", 1, 16384);
 	if (skel->rodata->sndbuf_initial > skel->rodata->sndbuf_ceiling)
 		skel->rodata->sndbuf_initial = skel->rodata->sndbuf_ceiling;
 }

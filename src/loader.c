@@ -249,49 +249,42 @@ unsigned loader_guard_growth(enum tcpbuf_mode mode)
 	return major > 6 || (major == 6 && minor >= 11) ? TCPBUF_GUARD_GROWTH_PAGES : 0;
 }
 
+long loader_sysctl_long(const char *path, int field, long fallback)
+{
+	long v[3] = { fallback, fallback, fallback };
+	FILE *f = fopen(path, "re");
+	int n;
+
+	if (!f)
+		return fallback;
+	n = fscanf(f, "%ld %ld %ld", &v[0], &v[1], &v[2]);
+	fclose(f);
+	return n > field ? v[field] : fallback;
+}
+
 /* A followed socket's largest sk_sndbuf in pages (sampled mode; 0 in exact
- * mode): what SO_SNDBUF and autotuning reach, the smaller. */
+ * mode): tcpbuf_writer_ceiling(). */
 unsigned loader_guard_writer_pages(enum tcpbuf_mode mode)
 {
-	long wmem_max = 212992, wmem[3] = { 4096, 16384, 4 << 20 };
-	FILE *f;
+	long tcp_wmem2 = loader_sysctl_long("/proc/sys/net/ipv4/tcp_wmem", 2, 4 << 20);
+	long wmem_max = loader_sysctl_long("/proc/sys/net/core/wmem_max", 0, 212992);
 
 	if (mode != TCPBUF_MODE_SAMPLED)
 		return 0;
-	if ((f = fopen("/proc/sys/net/core/wmem_max", "re"))) {
-		if (fscanf(f, "%ld", &wmem_max) != 1)
-			wmem_max = 212992;
-		fclose(f);
-	}
-	if ((f = fopen("/proc/sys/net/ipv4/tcp_wmem", "re"))) {
-		if (fscanf(f, "%ld %ld %ld", &wmem[0], &wmem[1], &wmem[2]) != 3)
-			wmem[2] = 4 << 20;
-		fclose(f);
-	}
-	return (unsigned)((wmem[2] < 2 * wmem_max ? wmem[2] : 2 * wmem_max) >> 12);
+	return (unsigned)(tcpbuf_writer_ceiling(tcp_wmem2, wmem_max) >> TCPBUF_PAGE_SHIFT);
 }
 
 /* The sk_rcvbuf a bounded cgroup's sockets may have (sampled mode; 0 in
- * exact mode, and with TCPBUF_NO_BOUNDED; tcpbuf_bounded()): what
- * autotuning gives a request/response connection (it doubles a 128 KiB
- * tcp_rmem[1] on a loaded host), at least tcp_rmem[1]. */
-#define BOUNDED_RCVBUF	(1 << 20)
-
+ * exact mode, and with TCPBUF_NO_BOUNDED): tcpbuf_bounded_rcvbuf(). */
 unsigned loader_bounded_rcvbuf(enum tcpbuf_mode mode)
 {
-	long rmem[3] = { 4096, 131072, 6 << 20 };
-	FILE *f;
+	long tcp_rmem1 = loader_sysctl_long("/proc/sys/net/ipv4/tcp_rmem", 1, 131072);
+	long tcp_rmem2 = loader_sysctl_long("/proc/sys/net/ipv4/tcp_rmem", 2, 6 << 20);
+	long rmem_max = loader_sysctl_long("/proc/sys/net/core/rmem_max", 0, 212992);
 
 	if (mode != TCPBUF_MODE_SAMPLED || getenv("TCPBUF_NO_BOUNDED"))
 		return 0;
-	if ((f = fopen("/proc/sys/net/ipv4/tcp_rmem", "re"))) {
-		if (fscanf(f, "%ld %ld %ld", &rmem[0], &rmem[1], &rmem[2]) != 3)
-			rmem[1] = 131072;
-		fclose(f);
-	}
-	if (rmem[1] < BOUNDED_RCVBUF)
-		rmem[1] = BOUNDED_RCVBUF;
-	return rmem[1] < (1L << 30) ? (unsigned)rmem[1] : 0;
+	return (unsigned)tcpbuf_bounded_rcvbuf(tcp_rmem1, tcp_rmem2, rmem_max);
 }
 
 static int load_exact(struct tcpbuf_bpf *bpf)

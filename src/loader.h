@@ -41,6 +41,8 @@ unsigned loader_guard_growth(enum tcpbuf_mode mode);
  * near_guard_writer_pages): 0 but in sampled mode. */
 unsigned loader_guard_writer_pages(enum tcpbuf_mode mode);
 unsigned loader_bounded_rcvbuf(enum tcpbuf_mode mode);
+/* Field @field (from 0) of the /proc/sys file @path, or @fallback. */
+long loader_sysctl_long(const char *path, int field, long fallback);
 
 /* Sockets carrying tcpbufd state in socket storage, or negative errno; for
  * a tenant (!@admin), up to a second old. */

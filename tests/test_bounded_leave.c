@@ -3,18 +3,26 @@
  * A bounded cgroup (sampled mode, tcpbuf_bounded() in include/tcpbuf_policy.h:
  * dormant, and its sockets' buffers cannot reach its guard, so nothing
  * follows them but ingress's early exit) leaves bounded at the first segment
- * its sockets' grown buffers could use, and still holds max. 16 MiB, one
- * connection (both ends in the cgroup) each time, made while bounded
- * (cgroup_sockets.dormant == 3 once it carried a transaction):
+ * its sockets' grown buffers could use, and still holds max. 16 MiB (or
+ * bounded_limit(): four writers' ceilings), one connection (both ends in the
+ * cgroup) each time, made while bounded (cgroup_sockets.dormant == 3 once it
+ * carried a transaction):
  *   1. the reader's rcvbuf grows by autotuning (a bulk transfer read as it
  *      comes): no longer bounded;
- *   2. SO_RCVBUF on the reader past the bounded 1 MiB, then one byte: no longer
- *      bounded;
- *   3. SO_SNDBUF on the writer past the writers' ceiling, then one
- *      transaction: no longer bounded;
- *   4. SO_RCVBUFFORCE of 32 MiB on the reader, which then stalls while the
- *      writer writes for 3 s: the cgroup's peak by sock_diag every 10 ms
- *      stays within 1.05 x max, and every byte arrives once it reads again.
+ *   2. SO_RCVBUF of 1 MiB on the reader, then one byte: no longer bounded if
+ *      the kernel gave it more than the bounded size (tcpbuf_bounded_rcvbuf(),
+ *      1 MiB), still bounded where rmem_max keeps it within (defaults);
+ *   3. SO_SNDBUF of wmem_max on the writer, then one transaction: still
+ *      bounded (the writers' ceiling covers what SO_SNDBUF gives, twice
+ *      wmem_max, as well as autotuning's tcp_wmem[2]); SO_SNDBUFFORCE past
+ *      that ceiling, then one transaction: no longer bounded;
+ *   4. SO_RCVBUFFORCE of twice max on the reader (whose window scale allows
+ *      a window that large: a guest's tcp_rmem[2] would not), which then
+ *      stalls while the writer writes for 3 s (up to 10 s, until it wrote
+ *      1.5 x max): the cgroup's peak by sock_diag every 10 ms stays within
+ *      1.05 x max (what the sockets held while bounded is charged as they
+ *      leave it, not when the samplers come), and every byte arrives once
+ *      it reads again.
  * On kernels from 6.11 (dormancy); skipped in exact mode (nothing is
  * followed there).
  */
@@ -27,6 +35,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +44,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "tcpbuf_maps.h"
+#include "tcpbuf_policy.h"
 
 static const char *cg;
 
@@ -54,7 +64,7 @@ static void verdicts(void)
 		skmem_foreach(verdict_cb, NULL);
 }
 
-static uint32_t dormant_of(void)
+static struct cgroup_usage usage_entry(void)
 {
 	struct cgroup_usage u = {};
 	uint64_t id = cg_id(cg);
@@ -64,20 +74,30 @@ static uint32_t dormant_of(void)
 		memset(&u, 0xff, sizeof(u));
 	if (fd >= 0)
 		close(fd);
-	return u.established.dormant;
+	return u;
+}
+
+static uint32_t dormant_of(void)
+{
+	return usage_entry().established.dormant;
 }
 
 /* A connection with both ends created in the cgroup: *@c the client, *@s
- * the accepted server end. */
-static void pair_make(int *c, int *s)
+ * the accepted server end. @wide: the server end's window scale as for a
+ * receive buffer of @wide bytes (its listener's, forced), its buffer then
+ * back to the kernel's default size (locked), so that it can later
+ * advertise more than tcp_rmem[2]'s scale allows. */
+static void pair_make(int *c, int *s, int wide)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
 	socklen_t alen = sizeof(a);
-	int l;
+	int l, v = (int)sysctl_field("/proc/sys/net/ipv4/tcp_rmem", 1) / 2;
 
 	ASSERT_OK(cg_enter(cg));
 	l = socket(AF_INET, SOCK_STREAM, 0);
 	ASSERT_TRUE(l >= 0);
+	if (wide)
+		ASSERT_OK(setsockopt(l, SOL_SOCKET, SO_RCVBUFFORCE, &wide, sizeof(wide)));
 	ASSERT_OK(bind(l, (void *)&a, sizeof(a)));
 	ASSERT_OK(listen(l, 1));
 	ASSERT_OK(getsockname(l, (void *)&a, &alen));
@@ -86,6 +106,8 @@ static void pair_make(int *c, int *s)
 	ASSERT_OK(connect(*c, (void *)&a, sizeof(a)));
 	*s = accept(l, NULL, NULL);
 	ASSERT_TRUE(*s >= 0);
+	if (wide)
+		ASSERT_OK(setsockopt(*s, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v)));
 	close(l);
 	ASSERT_OK(cg_leave());
 }
@@ -103,11 +125,11 @@ static void rr(int c, int s, int n)
 }
 
 /* A fresh pair, bounded after a few transactions (as the cgroup says). */
-static void pair_bounded(int *c, int *s, const char *what)
+static void pair_bounded(int *c, int *s, const char *what, int wide)
 {
 	uint32_t d;
 
-	pair_make(c, s);
+	pair_make(c, s, wide);
 	rr(*c, *s, 100);
 	msleep(100);
 	d = dormant_of();
@@ -123,21 +145,37 @@ static void pair_close(int c, int s)
 	msleep(300);	/* counted out: the next pair starts from none */
 }
 
-static void expect_left(const char *what)
+/* Bounded afterwards (@bounded) or not. */
+static void expect_bounded(const char *what, bool bounded)
 {
 	uint32_t d;
 
 	msleep(50);
 	d = dormant_of();
-	test_log("%s: dormant %u afterwards (1: followed, 0: near or far)", what, d);
+	test_log("%s: dormant %u afterwards (3: bounded, 1: followed, 0: near or far), "
+		 "expected %s", what, d, bounded ? "bounded" : "not bounded");
 	verdicts();
-	EXPECT_TRUE(!(d & 2));
+	if (bounded)
+		EXPECT_EQ(d, 3);
+	else
+		EXPECT_TRUE(!(d & TCPBUF_DORMANT_BOUNDED));
+}
+
+/* The kernel's sk_rcvbuf (or sk_sndbuf) of @fd. */
+static int buf_of(int fd, int opt)
+{
+	int v = 0;
+	socklen_t l = sizeof(v);
+
+	getsockopt(fd, SOL_SOCKET, opt, &v, &l);
+	return v;
 }
 
 int main(void)
 {
 	struct utsname un;
 	int major = 0, minor = 0, c, s, v;
+	long limit;
 	char *out = NULL, mode[16] = "";
 
 	test_init();
@@ -153,11 +191,13 @@ int main(void)
 		SKIP("%s mode: bounded is sampled mode's", mode);
 	skmem_watch_sock_charge(offsetof(struct sock_charge, verdict) + 4);
 	cg = cg_create("g");
-	limits_write(cg, PAGES(16 * MIB), 0, 0, 0);
-	ASSERT_OK(daemon_reload_until(cg, PAGES(16 * MIB), 5000));
+	limit = bounded_limit();
+	test_log("limit %ld MiB (writers' ceiling %ld KiB)", limit / MIB, writer_ceiling() / 1024);
+	limits_write(cg, PAGES(limit), 0, 0, 0);
+	ASSERT_OK(daemon_reload_until(cg, PAGES(limit), 5000));
 
 	/* 1. Autotuning. */
-	pair_bounded(&c, &s, "autotuning");
+	pair_bounded(&c, &s, "autotuning", 0);
 	{
 		static char buf[1 << 16];
 		uint64_t end = 0;
@@ -181,40 +221,88 @@ int main(void)
 		getsockopt(s, SOL_SOCKET, SO_RCVBUF, &rcvbuf, &l);
 		test_log("autotuning: the reader's sk_rcvbuf %d after 1 s of bulk", rcvbuf);
 		EXPECT_GT(rcvbuf, 1 << 20);
-		expect_left("autotuning");
+		expect_bounded("autotuning", false);
 	}
 	pair_close(c, s);
 
-	/* 2. SO_RCVBUF. */
-	pair_bounded(&c, &s, "SO_RCVBUF");
+	/* 2. SO_RCVBUF: past the bounded size only if rmem_max lets it. */
+	pair_bounded(&c, &s, "SO_RCVBUF", 0);
 	v = 1 << 20;
 	ASSERT_OK(setsockopt(s, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v)));
 	rr(c, s, 1);
-	expect_left("SO_RCVBUF");
+	{
+		long bound = tcpbuf_bounded_rcvbuf(sysctl_field("/proc/sys/net/ipv4/tcp_rmem", 1),
+						   sysctl_field("/proc/sys/net/ipv4/tcp_rmem", 2),
+						   sysctl_field("/proc/sys/net/core/rmem_max", 0));
+
+		test_log("SO_RCVBUF: sk_rcvbuf %d, bounded size %ld", buf_of(s, SO_RCVBUF), bound);
+		expect_bounded("SO_RCVBUF", buf_of(s, SO_RCVBUF) <= bound);
+	}
 	pair_close(c, s);
 
-	/* 3. SO_SNDBUF past the writers' ceiling (min(tcp_wmem[2], 2 x wmem_max)). */
-	pair_bounded(&c, &s, "SO_SNDBUF");
-	v = (int)sysctl_field("/proc/sys/net/ipv4/tcp_wmem", 2);
-	if (v > (int)sysctl_field("/proc/sys/net/core/wmem_max", 0))
-		v = (int)sysctl_field("/proc/sys/net/core/wmem_max", 0);
-	v = v / 2 + 4096;	/* doubled by the kernel: past the ceiling */
+	/* 3. SO_SNDBUF up to wmem_max: within the writers' ceiling; forced
+	 * past it: out. */
+	pair_bounded(&c, &s, "SO_SNDBUF", 0);
+	v = (int)sysctl_field("/proc/sys/net/core/wmem_max", 0);
+	ASSERT_OK(setsockopt(c, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v)));
+	rr(c, s, 1);
+	test_log("SO_SNDBUF: sk_sndbuf %d, writers' ceiling %ld", buf_of(c, SO_SNDBUF),
+		 writer_ceiling());
+	expect_bounded("SO_SNDBUF", true);
+	v = (int)(writer_ceiling() / 2 + 4096);	/* doubled by the kernel: past the ceiling */
 	ASSERT_OK(setsockopt(c, SOL_SOCKET, SO_SNDBUFFORCE, &v, sizeof(v)));
 	rr(c, s, 1);
-	expect_left("SO_SNDBUF");
+	expect_bounded("SO_SNDBUFFORCE", false);
 	pair_close(c, s);
 
-	/* 4. A forced 32 MiB receive buffer, then the reader stalls. */
-	pair_bounded(&c, &s, "SO_RCVBUFFORCE");
+	/* 4. Leaving with full queues, the daemon stopped: usage has them at once. */
+	pair_bounded(&c, &s, "stopped daemon", 0);
+	{
+		static char buf[1 << 16];
+		struct skmem_total k = {};
+		int64_t usage;
+
+		fcntl(c, F_SETFL, O_NONBLOCK);
+		while (write(c, buf, sizeof(buf)) > 0)
+			;
+		msleep(100);
+		while (write(c, buf, sizeof(buf)) > 0)
+			;
+		ASSERT_OK(skmem_cgroup(cg_id(cg), &k));
+		test_log("stopped daemon: queues full while bounded (dormant %u): %llu pages by "
+			 "sock_diag, usage %lld", dormant_of(), (unsigned long long)k.pages,
+			 (long long)usage_entry().usage_pages);
+		ASSERT_OK(daemon_signal(SIGSTOP));
+		v = 1 << 20;
+		ASSERT_OK(setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)));
+		/* A read opens the window: the writer's next segment finds the
+		 * reader past the bound, its ACK the writer out of bounded. */
+		ASSERT_TRUE(read(s, buf, sizeof(buf)) > 0);
+		msleep(200);
+		ASSERT_OK(skmem_cgroup(cg_id(cg), &k));
+		usage = usage_entry().usage_pages;
+		test_log("stopped daemon: after the leave (dormant %u): %llu pages by sock_diag, "
+			 "usage %lld", dormant_of(), (unsigned long long)k.pages, (long long)usage);
+		EXPECT_TRUE(!(dormant_of() & TCPBUF_DORMANT_BOUNDED));
+		/* Within a follow step (TCPBUF_FOLLOW_STEP_PAGES) per socket. */
+		EXPECT_GE(usage + 2 * TCPBUF_FOLLOW_STEP_PAGES, (int64_t)k.pages);
+		ASSERT_OK(daemon_signal(SIGCONT));
+		fcntl(c, F_SETFL, 0);
+	}
+	pair_close(c, s);
+
+	/* 5. A forced 32 MiB receive buffer, then the reader stalls. */
+	pair_bounded(&c, &s, "SO_RCVBUFFORCE", (int)limit);
 	{
 		static char buf[1 << 16];
 		struct peak_sampler *ps;
 		uint64_t sent = 0, got = 0;
 		struct timespec t0, t;
+		long ms;
 		double ratio;
 		ssize_t n;
 
-		v = 16 << 20;
+		v = (int)limit;	/* doubled by the kernel: twice max */
 		ASSERT_OK(setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)));
 		fcntl(c, F_SETFL, O_NONBLOCK);
 		ps = peak_start(cg, 10);
@@ -227,9 +315,10 @@ int main(void)
 			else
 				msleep(1);
 			clock_gettime(CLOCK_MONOTONIC, &t);
-		} while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < 3000);
+			ms = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+		} while (ms < 3000 || (sent < (uint64_t)limit * 3 / 2 && ms < 10000));
 		peak_stop(ps);
-		ratio = (double)peak_pages(ps) / PAGES(16 * MIB);
+		ratio = (double)peak_pages(ps) / PAGES(limit);
 		test_log("SO_RCVBUFFORCE, stalled: %llu bytes written, peak %llu pages by sock_diag "
 			 "(%.3f x max), state %s, dormant %u", (unsigned long long)sent,
 			 (unsigned long long)peak_pages(ps), ratio, status_state(cg), dormant_of());

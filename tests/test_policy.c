@@ -753,8 +753,31 @@ static const struct bounded_sock_case {
 	{ 0, 0, 0, 4 << 20, false },			/* no bounded size */
 };
 
+static const struct ceiling_case {
+	__s64 a, b, c, want;
+} writer_ceiling_cases[] = {
+	{ 4 << 20, 212992, 0, 4 << 20 },	/* defaults: autotuning's tcp_wmem[2] */
+	{ 4 << 20, 4 << 20, 0, 8 << 20 },	/* SO_SNDBUF's twice wmem_max */
+	{ 4 << 20, 2 << 20, 0, 4 << 20 },	/* equal */
+}, bounded_rcvbuf_cases[] = {
+	{ 131072, 6 << 20, 212992, 1 << 20 },		/* defaults: the constant */
+	{ 131072, 32 << 20, 4 << 20, 1 << 20 },
+	{ 2 << 20, 32 << 20, 4 << 20, 2 << 20 },	/* tcp_rmem[1] above it */
+	{ 131072, 256 << 10, 65536, 256 << 10 },	/* nothing reaches 1 MiB */
+	{ 131072, 65536, 262144, 512 << 10 },		/* SO_RCVBUF reaches further */
+	{ 2LL << 30, 4LL << 30, 4 << 20, 0 },		/* absurd: never bounded */
+};
+
 static void check_bounded_cases(void)
 {
+	for (size_t i = 0; i < sizeof(writer_ceiling_cases) / sizeof(writer_ceiling_cases[0]); i++)
+		EXPECT_EQ(tcpbuf_writer_ceiling(writer_ceiling_cases[i].a, writer_ceiling_cases[i].b),
+			  writer_ceiling_cases[i].want);
+	for (size_t i = 0; i < sizeof(bounded_rcvbuf_cases) / sizeof(bounded_rcvbuf_cases[0]); i++) {
+		const struct ceiling_case *k = &bounded_rcvbuf_cases[i];
+
+		EXPECT_EQ(tcpbuf_bounded_rcvbuf(k->a, k->b, k->c), k->want);
+	}
 	EXPECT_EQ(tcpbuf_bounded_sock_pages(131072), 32 + TCPBUF_BOUNDED_SLACK_PAGES);
 	EXPECT_EQ(tcpbuf_bounded_sock_pages(131073), 33 + TCPBUF_BOUNDED_SLACK_PAGES);
 	EXPECT_EQ(tcpbuf_bounded_sock_pages(0), 0);

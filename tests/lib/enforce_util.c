@@ -864,6 +864,21 @@ long sysctl_field(const char *path, int field)
 	return v;
 }
 
+long writer_ceiling(void)
+{
+	long tcp_wmem2 = sysctl_field("/proc/sys/net/ipv4/tcp_wmem", 2);
+	long wmem_max = sysctl_field("/proc/sys/net/core/wmem_max", 0);
+
+	return tcp_wmem2 > 2 * wmem_max ? tcp_wmem2 : 2 * wmem_max;
+}
+
+long bounded_limit(void)
+{
+	long c = 4 * writer_ceiling();
+
+	return c > 16 * MIB ? c : 16 * MIB;
+}
+
 void skmem_watch_sock_charge(size_t off)
 {
 	skmem_storage_fd = daemon_pinned_fd("sock_charge");

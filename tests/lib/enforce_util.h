@@ -136,6 +136,13 @@ struct armed {
 struct armed armed_count(const char *cg);
 /* Field @field (0-based) of a whitespace-separated sysctl file; -1 if unreadable. */
 long sysctl_field(const char *path, int field);
+/* The largest sk_sndbuf a socket reaches without SO_SNDBUFFORCE, by the
+ * kernel's rules: autotuning up to tcp_wmem[2], SO_SNDBUF twice wmem_max. */
+long writer_ceiling(void);
+/* A limit under which one connection (both ends inside) can be bounded
+ * (sampled mode): 16 MiB, or four writers' ceilings where those are larger
+ * (the guard keeps two of them below max). Bytes. */
+long bounded_limit(void);
 void limits_remove(const char *path);
 /* Main config: DropInDir = daemon_confdir(), sampling every sample_ms, the
  * full pass over cgroups and limits every 200 ms (poll_ms). */
