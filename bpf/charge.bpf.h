@@ -84,20 +84,25 @@ static __always_inline bool crowd_present(void)
 }
 
 /*
- * Move @cs->near from @old to @new, if nobody moved it meanwhile; the count
- * of crowded entries follows (tcpbuf_crowd_delta()). Every write of the
- * field comes here.
+ * Move @cs->near from @old to @new, if nobody moved it meanwhile; the counts
+ * of crowded and of near entries follow (tcpbuf_crowd_delta(),
+ * tcpbuf_near_delta()). Every write of the field comes here.
  */
 static __always_inline bool near_swap(struct cgroup_sockets *cs, __u32 old, __u32 new)
 {
 	struct tcpbuf_enforce_ctl *ctl;
-	int delta;
+	int crowded, near;
 
 	if (!__sync_bool_compare_and_swap(&cs->near, old, new))
 		return false;
-	delta = tcpbuf_crowd_delta(old, new);
-	if (delta && (ctl = enforce_ctl_get()))
-		__sync_fetch_and_add(&ctl->crowded_cgroups, delta);
+	crowded = tcpbuf_crowd_delta(old, new);
+	near = tcpbuf_near_delta(old, new);
+	if ((crowded || near) && (ctl = enforce_ctl_get())) {
+		if (crowded)
+			__sync_fetch_and_add(&ctl->crowded_cgroups, crowded);
+		if (near)
+			__sync_fetch_and_add(&ctl->near_cgroups, near);
+	}
 	return true;
 }
 

@@ -350,21 +350,40 @@ int ingress_sync(struct enforcer *e)
 
 /* ---------------------------------------------------------- near, far */
 
-/* Only a limited cgroup is ever near (near_update(), limits_refresh): one
- * lookup per limited cgroup, not a walk of every cgroup that holds TCP
- * memory. In sampled mode a dormant cgroup needs the samplers too: they
- * follow its sockets. */
-bool near_any(struct enforcer *e)
+/* Usage entries with the near bit: the count the programs keep where they
+ * move it (near_swap()). Only a limited cgroup is ever near (near_update(),
+ * limits_refresh). An entry deleted while near would leave it one over,
+ * which only keeps what runs per segment linked; the daemon deletes only
+ * entries whose limits went, which limits_refresh took out of near. */
+static unsigned near_count(const struct enforcer *e)
+{
+	return __atomic_load_n(&e->ctl->near_cgroups, __ATOMIC_ACQUIRE);
+}
+
+/* Sampled mode, none near: whether some limited cgroup is dormant (@followed:
+ * and not bounded too, tcpbuf_bounded()), one lookup per limited cgroup.
+ * Dormancy is stored plainly by several writers, so it has no exact count. */
+static bool dormant_any(struct enforcer *e, bool followed)
 {
 	int fd = bpf_map__fd(e->skel->maps.cgroup_usage);
-	bool sampled = e->mode == TCPBUF_MODE_SAMPLED;
 	struct cgroup_usage u;
 
 	for (size_t i = 0; i < e->n_limits; i++)
-		if (!bpf_map_lookup_elem(fd, &e->limits[i].id, &u) &&
-		    (u.established.near || (sampled && u.established.dormant)))
+		if (!bpf_map_lookup_elem(fd, &e->limits[i].id, &u) && u.established.dormant &&
+		    !(followed && (u.established.dormant & TCPBUF_DORMANT_BOUNDED))) {
+			log_debug("cgroup %llu: dormant %u at %lld sockets%s",
+				  (unsigned long long)e->limits[i].id, u.established.dormant,
+				  (long long)u.established.sockets, followed ? ": samplers wanted" : "");
 			return true;
+		}
 	return false;
+}
+
+/* In sampled mode a dormant cgroup needs the samplers too: they follow its
+ * sockets. */
+bool near_any(struct enforcer *e)
+{
+	return near_count(e) || (e->mode == TCPBUF_MODE_SAMPLED && dormant_any(e, false));
 }
 
 /* The samplers follow sockets: wanted while some limited cgroup is near, or
@@ -372,20 +391,13 @@ bool near_any(struct enforcer *e)
  * ingress sees each segment that could take it past its bound). */
 bool samplers_wanted(struct enforcer *e)
 {
-	int fd = bpf_map__fd(e->skel->maps.cgroup_usage);
-	bool sampled = e->mode == TCPBUF_MODE_SAMPLED;
-	struct cgroup_usage u;
+	unsigned near = near_count(e);
 
-	for (size_t i = 0; i < e->n_limits; i++)
-		if (!bpf_map_lookup_elem(fd, &e->limits[i].id, &u) &&
-		    (u.established.near || (sampled && u.established.dormant &&
-					    !(u.established.dormant & TCPBUF_DORMANT_BOUNDED)))) {
-			log_debug("cgroup %llu: near %u, dormant %u at %lld sockets: samplers wanted",
-				  (unsigned long long)e->limits[i].id, u.established.near,
-				  u.established.dormant, (long long)u.established.sockets);
-			return true;
-		}
-	return false;
+	if (near) {
+		log_debug("%u limited cgroups near: samplers wanted", near);
+		return true;
+	}
+	return e->mode == TCPBUF_MODE_SAMPLED && dormant_any(e, true);
 }
 
 /* Samplers linked or not as samplers_wanted() says, while the rest of

@@ -1116,12 +1116,13 @@ static void sweep_rest(void)
 }
 
 /*
- * The host's count of crowded entries (tcpbuf_crowd_delta()): each move of
- * an entry's near word, and then a day of moves on 64 entries driven by
- * the socket counts tcpbuf_near_crowded_next() decides on, by the three
- * writers a compare-and-swap each (count, limits refresh, dormancy), some of
- * which lose to a concurrent one and apply nothing: the count stays the
- * number of entries with the bit.
+ * The host's counts of crowded and of near entries (tcpbuf_crowd_delta(),
+ * tcpbuf_near_delta()): each move of an entry's near word, and then a day
+ * of moves on 64 entries driven by the socket counts
+ * tcpbuf_near_crowded_next() decides on, by the three writers a
+ * compare-and-swap each (count, limits refresh, dormancy), some of which
+ * lose to a concurrent one and apply nothing: each count stays the number
+ * of entries with its bit.
  */
 static void check_crowd_count(void)
 {
@@ -1129,12 +1130,16 @@ static void check_crowd_count(void)
 		{ 0, 1, 0 }, { 1, 3, 1 }, { 0, 3, 1 }, { 3, 1, -1 }, { 3, 0, -1 },
 		{ 1, 0, 0 }, { 3, 3, 0 }, { 2, 0, -1 }, { 1, 1, 0 },
 	};
+	/* near: the same moves, bit 0 */
+	static const int near_want[] = { 1, 0, 1, 0, -1, -1, 0, 0, 0 };
 	__u32 near[64] = { 0 };
-	long count = 0, bits, lost = 0;
+	long count = 0, bits, lost = 0, nears = 0, near_bits;
 	unsigned seed = 22;
 
-	for (size_t i = 0; i < sizeof(moves) / sizeof(moves[0]); i++)
+	for (size_t i = 0; i < sizeof(moves) / sizeof(moves[0]); i++) {
 		EXPECT_EQ(tcpbuf_crowd_delta(moves[i].old, moves[i].new), moves[i].want);
+		EXPECT_EQ(tcpbuf_near_delta(moves[i].old, moves[i].new), near_want[i]);
+	}
 	for (int step = 0; step < 100000; step++) {
 		int e = (seed = seed * 1103515245 + 12345) >> 16 & 63;
 		int writer = (seed >> 8) % 3;
@@ -1151,20 +1156,26 @@ static void check_crowd_count(void)
 		if ((seed & 31) == 1) {
 			near[e] ^= TCPBUF_NEAR_CROWDED;
 			count += tcpbuf_crowd_delta(seen, near[e]);
+			nears += tcpbuf_near_delta(seen, near[e]);
 			lost++;
 		}
 		if (near[e] != seen)
 			continue;	/* the swap fails: nothing applied */
 		near[e] = want;
 		count += tcpbuf_crowd_delta(seen, want);
+		nears += tcpbuf_near_delta(seen, want);
 	}
-	bits = 0;
-	for (int e = 0; e < 64; e++)
+	bits = near_bits = 0;
+	for (int e = 0; e < 64; e++) {
 		bits += !!(near[e] & TCPBUF_NEAR_CROWDED);
-	test_log("crowd count: %ld after 100000 moves (%ld raced), %ld entries crowded", count,
-		 lost, bits);
+		near_bits += near[e] & 1;
+	}
+	test_log("crowd count: %ld after 100000 moves (%ld raced), %ld entries crowded; near "
+		 "count %ld, %ld entries near", count, lost, bits, nears, near_bits);
 	EXPECT_EQ(count, bits);
 	EXPECT_GT(bits, 0);
+	EXPECT_EQ(nears, near_bits);
+	EXPECT_GT(near_bits, 0);
 }
 
 /*
