@@ -51,7 +51,7 @@ static __always_inline bool ancestry_move_one(struct sock_charge *sc, __u32 i, _
 	if (!u) {
 		if (sign < 0)
 			return true;
-		u = usage_entry_make(sc, i, id);
+		u = usage_entry_make(sc, id);
 		if (!u)
 			return false;
 	}
@@ -87,7 +87,7 @@ static __always_inline void ancestry_catch_up(struct ancestry_move *m, __u32 j, 
 		return;
 	u = bpf_map_lookup_elem(&cgroup_usage, &id);
 	if (!u)
-		u = usage_entry_make(sc, j, id);
+		u = usage_entry_make(sc, id);
 	if (!u) {
 		m->missed_to |= TCPBUF_MISSED_BIT(j);
 		return;

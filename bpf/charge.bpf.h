@@ -316,7 +316,7 @@ static __always_inline void cgroup_state_update(__u64 id, struct cgroup_usage *u
 static const volatile struct cgroup_usage usage_fresh = {};
 
 static __always_inline struct cgroup_usage *usage_entry_make(const struct sock_charge *sc,
-							     __u32 i, __u64 id)
+							     __u64 id)
 {
 	struct cgroup_usage *u;
 
@@ -324,8 +324,10 @@ static __always_inline struct cgroup_usage *usage_entry_make(const struct sock_c
 	u = bpf_map_lookup_elem(&cgroup_usage, &id);
 	/* Read only here: level is past the entry's first line. Only the
 	 * socket's own level is known (the daemon makes limited ones); two
-	 * makers write the same. */
-	if (u && !i && !u->level)
+	 * makers write the same. By its id, not its index: a test of the loop
+	 * index copied across the helper calls trips a host verifier's
+	 * precision backtracking ("backtracking call unexpected regs"). */
+	if (u && id == sc->ancestors[0] && !u->level)
 		u->level = sc->level;
 	return u;
 }
@@ -377,7 +379,7 @@ static __always_inline void charge_one_cgroup(struct sock_charge *sc, __u32 i, _
 	if (!usage) {
 		if (pages <= 0)
 			return; /* never create an entry to uncharge from */
-		usage = usage_entry_make(sc, i, id);
+		usage = usage_entry_make(sc, id);
 		if (!usage) {
 			__sync_fetch_and_or(&sc->levels_word, TCPBUF_MISSED_BIT(i));
 			return;

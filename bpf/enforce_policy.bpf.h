@@ -429,7 +429,7 @@ static long count_walk_level(__u64 i, void *ctx)
 		return 1;
 	u = bpf_map_lookup_elem(&cgroup_usage, &id);
 	if (!u && (w->sockets > 0 || w->senders > 0))
-		u = usage_entry_make(w->a.sc, i, id);
+		u = usage_entry_make(w->a.sc, id);
 	if (!u)
 		return 0;
 	if (w->sockets)

@@ -98,7 +98,7 @@ static long unaccounted_level(__u64 i, void *ctx)
 		return 1;
 	u = bpf_map_lookup_elem(&cgroup_usage, &id);
 	if (!u && w->delta > 0)
-		u = usage_entry_make(w->sc, i, id);
+		u = usage_entry_make(w->sc, id);
 	if (!u)
 		return 0;
 	now = __sync_fetch_and_add(&u->unaccounted_sockets, w->delta) + w->delta;
