@@ -350,40 +350,25 @@ int ingress_sync(struct enforcer *e)
 
 /* ---------------------------------------------------------- near, far */
 
-/* Usage entries with the near bit: the count the programs keep where they
- * move it (near_swap()). Only a limited cgroup is ever near (near_update(),
- * limits_refresh). An entry deleted while near would leave it one over,
- * which only keeps what runs per segment linked; the daemon deletes only
- * entries whose limits went, which limits_refresh took out of near. */
-static unsigned near_count(const struct enforcer *e)
+/*
+ * Counts the programs keep in enforce_ctl where they move the bits
+ * (near_swap(), dormant_swap()), not a lookup per limited cgroup at each
+ * near or far event. Only a limited cgroup is ever near or dormant
+ * (near_update(), limits_refresh). An entry deleted with a bit would leave
+ * its count one over, which only keeps what follows linked; the daemon
+ * deletes only entries whose limits went, which limits_refresh cleared.
+ */
+static unsigned ctl_count(const __u32 *count)
 {
-	return __atomic_load_n(&e->ctl->near_cgroups, __ATOMIC_ACQUIRE);
-}
-
-/* Sampled mode, none near: whether some limited cgroup is dormant (@followed:
- * and not bounded too, tcpbuf_bounded()), one lookup per limited cgroup.
- * Dormancy is stored plainly by several writers, so it has no exact count. */
-static bool dormant_any(struct enforcer *e, bool followed)
-{
-	int fd = bpf_map__fd(e->skel->maps.cgroup_usage);
-	struct cgroup_usage u;
-
-	for (size_t i = 0; i < e->n_limits; i++)
-		if (!bpf_map_lookup_elem(fd, &e->limits[i].id, &u) && u.established.dormant &&
-		    !(followed && (u.established.dormant & TCPBUF_DORMANT_BOUNDED))) {
-			log_debug("cgroup %llu: dormant %u at %lld sockets%s",
-				  (unsigned long long)e->limits[i].id, u.established.dormant,
-				  (long long)u.established.sockets, followed ? ": samplers wanted" : "");
-			return true;
-		}
-	return false;
+	return __atomic_load_n(count, __ATOMIC_ACQUIRE);
 }
 
 /* In sampled mode a dormant cgroup needs the samplers too: they follow its
  * sockets. */
 bool near_any(struct enforcer *e)
 {
-	return near_count(e) || (e->mode == TCPBUF_MODE_SAMPLED && dormant_any(e, false));
+	return ctl_count(&e->ctl->near_cgroups) ||
+	       (e->mode == TCPBUF_MODE_SAMPLED && ctl_count(&e->ctl->dormant_cgroups));
 }
 
 /* The samplers follow sockets: wanted while some limited cgroup is near, or
@@ -391,13 +376,13 @@ bool near_any(struct enforcer *e)
  * ingress sees each segment that could take it past its bound). */
 bool samplers_wanted(struct enforcer *e)
 {
-	unsigned near = near_count(e);
+	unsigned near = ctl_count(&e->ctl->near_cgroups);
+	unsigned followed = e->mode == TCPBUF_MODE_SAMPLED ? ctl_count(&e->ctl->followed_cgroups) : 0;
 
-	if (near) {
-		log_debug("%u limited cgroups near: samplers wanted", near);
-		return true;
-	}
-	return e->mode == TCPBUF_MODE_SAMPLED && dormant_any(e, true);
+	if (near || followed)
+		log_debug("%u limited cgroups near, %u dormant and followed: samplers wanted", near,
+			  followed);
+	return near || followed;
 }
 
 /* Samplers linked or not as samplers_wanted() says, while the rest of

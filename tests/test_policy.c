@@ -1179,6 +1179,57 @@ static void check_crowd_count(void)
 }
 
 /*
+ * Sampled mode's counts of dormant and of followed entries
+ * (tcpbuf_dormant_delta(), tcpbuf_followed_delta()): each move of an
+ * entry's dormant word (0, 1 dormant, 3 dormant and bounded), then moves
+ * on 64 entries by compare-and-swap writers, some losing to a concurrent
+ * one: each count stays the number of entries it counts.
+ */
+static void check_dormant_count(void)
+{
+	static const struct { __u32 old, new; int dormant, followed; } moves[] = {
+		{ 0, 1, 1, 1 }, { 0, 3, 1, 0 }, { 1, 3, 0, -1 }, { 3, 1, 0, 1 },
+		{ 3, 0, -1, 0 }, { 1, 0, -1, -1 }, { 1, 1, 0, 0 }, { 3, 3, 0, 0 },
+	};
+	static const __u32 values[] = { 0, 1, 3 };
+	__u32 dormant[64] = { 0 };
+	long d = 0, f = 0, dn = 0, fn = 0, lost = 0;
+	unsigned seed = 23;
+
+	for (size_t i = 0; i < sizeof(moves) / sizeof(moves[0]); i++) {
+		EXPECT_EQ(tcpbuf_dormant_delta(moves[i].old, moves[i].new), moves[i].dormant);
+		EXPECT_EQ(tcpbuf_followed_delta(moves[i].old, moves[i].new), moves[i].followed);
+	}
+	for (int step = 0; step < 100000; step++) {
+		int e = (seed = seed * 1103515245 + 12345) >> 16 & 63;
+		__u32 seen = dormant[e], want = values[(seed >> 8) % 3];
+
+		if ((seed & 31) == 1) {	/* a concurrent writer between read and swap */
+			__u32 other = values[(seed >> 12) % 3];
+
+			d += tcpbuf_dormant_delta(dormant[e], other);
+			f += tcpbuf_followed_delta(dormant[e], other);
+			dormant[e] = other;
+			lost++;
+		}
+		if (dormant[e] != seen)
+			continue;
+		dormant[e] = want;
+		d += tcpbuf_dormant_delta(seen, want);
+		f += tcpbuf_followed_delta(seen, want);
+	}
+	for (int e = 0; e < 64; e++) {
+		dn += !!dormant[e];
+		fn += tcpbuf_dormant_followed(dormant[e]);
+	}
+	test_log("dormant count %ld (%ld entries), followed %ld (%ld) after 100000 moves "
+		 "(%ld raced)", d, dn, f, fn, lost);
+	EXPECT_EQ(d, dn);
+	EXPECT_EQ(f, fn);
+	EXPECT_GT(fn, 0);
+}
+
+/*
  * Crowded (issue 22), from the cases up: a 16 MiB limit (max 4096, pressure
  * 3072 pages by default) is crowded from 96 sockets (48 connections, a
  * quarter of pressure at 8 pages a socket) and stays so down to 48;
@@ -1235,6 +1286,7 @@ int main(void)
 	test_init();
 	check_crowded_cases();
 	check_crowd_count();
+	check_dormant_count();
 	check_zones_cases();
 	check_verdict_cases();
 	check_state_cases(getenv("TEST_POLICY_PRINT") != NULL);
