@@ -84,21 +84,50 @@ static __always_inline bool crowd_present(void)
 }
 
 /*
- * Move @cs->near from @old to @new, if nobody moved it meanwhile; the count
- * of crowded entries follows (tcpbuf_crowd_delta()). Every write of the
- * field comes here.
+ * Move @cs->near from @old to @new, if nobody moved it meanwhile; the counts
+ * of crowded and of near entries follow (tcpbuf_crowd_delta(),
+ * tcpbuf_near_delta()). Every write of the field comes here.
  */
 static __always_inline bool near_swap(struct cgroup_sockets *cs, __u32 old, __u32 new)
 {
 	struct tcpbuf_enforce_ctl *ctl;
-	int delta;
+	int crowded, near;
 
 	if (!__sync_bool_compare_and_swap(&cs->near, old, new))
 		return false;
-	delta = tcpbuf_crowd_delta(old, new);
-	if (delta && (ctl = enforce_ctl_get()))
-		__sync_fetch_and_add(&ctl->crowded_cgroups, delta);
+	crowded = tcpbuf_crowd_delta(old, new);
+	near = tcpbuf_near_delta(old, new);
+	if ((crowded || near) && (ctl = enforce_ctl_get())) {
+		if (crowded)
+			__sync_fetch_and_add(&ctl->crowded_cgroups, crowded);
+		if (near)
+			__sync_fetch_and_add(&ctl->near_cgroups, near);
+	}
 	return true;
+}
+
+/*
+ * Move @cs->dormant from @old to @new, if nobody moved it meanwhile; the
+ * counts of dormant and of followed entries follow (tcpbuf_dormant_delta()).
+ * Every write of the field comes here; a writer that loses decided from a
+ * value already gone. Global: a frame of its own, as near_guard_turn().
+ */
+__noinline int dormant_swap(struct cgroup_sockets *cs, __u32 old, __u32 new)
+{
+	struct tcpbuf_enforce_ctl *ctl;
+	int dormant, followed;
+
+	if (!cs || !__sync_bool_compare_and_swap(&cs->dormant, old, new))
+		return 0;
+	dormant = tcpbuf_dormant_delta(old, new);
+	followed = tcpbuf_followed_delta(old, new);
+	if ((dormant || followed) && (ctl = enforce_ctl_get())) {
+		if (dormant)
+			__sync_fetch_and_add(&ctl->dormant_cgroups, dormant);
+		if (followed)
+			__sync_fetch_and_add(&ctl->followed_cgroups, followed);
+	}
+	return 1;
 }
 
 /* The zones, states and their hysteresis are the policy's (tcpbuf_policy.h):
@@ -213,17 +242,17 @@ __noinline int near_guard_turn(__u64 id, struct cgroup_usage *u, int want)
 
 	if (!u)
 		return 0;
-	/* Plain stores: concurrent chargers that cross together decide the
-	 * same, and a second event only sweeps again. Ordered so that near
-	 * and dormant are never both clear: the daemon would take the cgroup
-	 * for far and unlink what follows it (near_any()). */
+	/* Concurrent chargers that cross together decide the same, and a
+	 * second event only sweeps again. Ordered so that near and dormant
+	 * are never both clear: the daemon would take the cgroup for far and
+	 * unlink what follows it (near_any()). */
 	if (u->established.dormant & TCPBUF_DORMANT_BOUNDED)
 		bounded_epoch_bump();
 	if (want)
-		u->established.dormant = want;
+		dormant_swap(&u->established, u->established.dormant, want);
 	near_swap(&u->established, u->established.near, !want);
 	if (!want)
-		u->established.dormant = want;
+		dormant_swap(&u->established, u->established.dormant, 0);
 	ev = bpf_ringbuf_reserve(&enforce_events, sizeof(*ev), 0);
 	if (!ev)
 		return 0;

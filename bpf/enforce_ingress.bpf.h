@@ -260,7 +260,7 @@ static long bounded_walk_level(__u64 i, void *ctx)
 	 * charged here meanwhile). More than one socket for the event, so
 	 * the daemon is woken and sweeps. */
 	if (!w->ok && (d & TCPBUF_DORMANT_BOUNDED) &&
-	    __sync_bool_compare_and_swap(&u->established.dormant, d, d & ~TCPBUF_DORMANT_BOUNDED)) {
+	    dormant_swap(&u->established, d, d & ~TCPBUF_DORMANT_BOUNDED)) {
 		w->left++;
 		near_event(id, u->established.sockets > 1 ? u->established.sockets : 2,
 			   u->established.near, TCPBUF_NEAR_DORMANT);

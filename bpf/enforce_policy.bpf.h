@@ -312,7 +312,7 @@ static __always_inline void near_dormant_clear(struct cgroup_sockets *cs)
 
 	if (!was)
 		return;
-	cs->dormant = 0;
+	dormant_swap(cs, was, 0);
 	if (was & TCPBUF_DORMANT_BOUNDED)
 		bounded_epoch_bump();
 }
@@ -334,16 +334,16 @@ static __always_inline __u32 near_decide(struct cgroup_usage *u, bool grew)
 	if (want && (grew || (cs->dormant & TCPBUF_DORMANT_BOUNDED)) &&
 	    bounded_next(cs->sockets, u->limits.pressure_pages, u->limits.max_pages))
 		want |= TCPBUF_DORMANT_BOUNDED;
-	/* A plain store: a concurrent count decides the same from the same.
-	 * Stored before the epoch moves, so an ingress look begun at the
-	 * old epoch notes nothing that holds at the new one. Going near,
+	/* A concurrent count decides the same from the same. Stored
+	 * before the epoch moves, so an ingress look begun at the old
+	 * epoch notes nothing that holds at the new one. Going near,
 	 * dormant is cleared only once near is set (near_dormant_clear()):
 	 * an entry with both clear reads as far, and a daemon looking then
 	 * would unlink what follows its sockets (near_any()). */
 	if (want != cs->dormant && (want || !counted)) {
 		__u32 was = cs->dormant;
 
-		cs->dormant = want;
+		dormant_swap(cs, was, want);
 		if ((want ^ was) & TCPBUF_DORMANT_BOUNDED)
 			bounded_epoch_bump();
 	}

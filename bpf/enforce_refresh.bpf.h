@@ -31,8 +31,8 @@ static long limits_refresh_one(struct bpf_map *map, __u64 *key, struct cgroup_us
 	cs = &u->established;
 	old = cs->near;
 	new = l ? near_decide(u, false) : 0;
-	if (!l)
-		cs->dormant = 0;
+	if (!l && cs->dormant)
+		dormant_swap(cs, cs->dormant, 0);
 	if (new != old)
 		near_swap(cs, old, new);
 	if (new & 1)

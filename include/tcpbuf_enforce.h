@@ -33,6 +33,15 @@ struct tcpbuf_enforce_ctl {
 	 * (tcpbuf_exact_step()), cleared by the daemon before it walks the
 	 * sockets to give them back (tcpbuf_settle_due()). */
 	__u32 kept_since_settle;
+	/* Usage entries with the near bit, kept as crowded_cgroups is
+	 * (tcpbuf_near_delta()): the daemon's "is any limited cgroup near". */
+	__u32 near_cgroups;
+	/* Entries dormant, and dormant but not bounded, kept by the
+	 * compare-and-swap that moves cgroup_sockets.dormant (dormant_swap(),
+	 * tcpbuf_dormant_delta()): sampled mode's samplers follow them. */
+	__u32 dormant_cgroups;
+	__u32 followed_cgroups;
+	__u32 pad;
 };
 
 /* Map "sweep_targets" (hash, key: cgroup id; the daemon's, not pinned): the

@@ -12,7 +12,7 @@
 #include <linux/types.h>
 #endif
 
-#define TCPBUF_LAYOUT_VERSION	18
+#define TCPBUF_LAYOUT_VERSION	19
 
 /*
  * A socket charges its own cgroup and its limited ancestors, however far

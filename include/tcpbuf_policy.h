@@ -461,6 +461,32 @@ TCPBUF_POLICY int tcpbuf_crowd_delta(__u32 old, __u32 new)
 	return (int)!!(new & TCPBUF_NEAR_CROWDED) - (int)!!(old & TCPBUF_NEAR_CROWDED);
 }
 
+/* The same for the host's count of near entries (bit 0;
+ * tcpbuf_enforce_ctl.near_cgroups), which the daemon reads instead of
+ * looking up every limited cgroup's entry at each near or far event. */
+TCPBUF_POLICY int tcpbuf_near_delta(__u32 old, __u32 new)
+{
+	return (int)(new & 1) - (int)(old & 1);
+}
+
+/* Sampled mode's too, for a move of cgroup_sockets.dormant: dormant entries
+ * (tcpbuf_enforce_ctl.dormant_cgroups) and followed ones, dormant without
+ * being bounded (followed_cgroups: the samplers follow their sockets). */
+TCPBUF_POLICY bool tcpbuf_dormant_followed(__u32 dormant)
+{
+	return dormant && !(dormant & TCPBUF_DORMANT_BOUNDED);
+}
+
+TCPBUF_POLICY int tcpbuf_dormant_delta(__u32 old, __u32 new)
+{
+	return (int)!!new - (int)!!old;
+}
+
+TCPBUF_POLICY int tcpbuf_followed_delta(__u32 old, __u32 new)
+{
+	return (int)tcpbuf_dormant_followed(new) - (int)tcpbuf_dormant_followed(old);
+}
+
 TCPBUF_POLICY __u32 tcpbuf_near_crowded_next(__u32 flags, __s64 sockets, __u64 bound_pages,
 					     __u64 pressure_pages, __u64 max_pages)
 {

@@ -350,21 +350,25 @@ int ingress_sync(struct enforcer *e)
 
 /* ---------------------------------------------------------- near, far */
 
-/* Only a limited cgroup is ever near (near_update(), limits_refresh): one
- * lookup per limited cgroup, not a walk of every cgroup that holds TCP
- * memory. In sampled mode a dormant cgroup needs the samplers too: they
- * follow its sockets. */
+/*
+ * Counts the programs keep in enforce_ctl where they move the bits
+ * (near_swap(), dormant_swap()), not a lookup per limited cgroup at each
+ * near or far event. Only a limited cgroup is ever near or dormant
+ * (near_update(), limits_refresh). An entry deleted with a bit would leave
+ * its count one over, which only keeps what follows linked; the daemon
+ * deletes only entries whose limits went, which limits_refresh cleared.
+ */
+static unsigned ctl_count(const __u32 *count)
+{
+	return __atomic_load_n(count, __ATOMIC_ACQUIRE);
+}
+
+/* In sampled mode a dormant cgroup needs the samplers too: they follow its
+ * sockets. */
 bool near_any(struct enforcer *e)
 {
-	int fd = bpf_map__fd(e->skel->maps.cgroup_usage);
-	bool sampled = e->mode == TCPBUF_MODE_SAMPLED;
-	struct cgroup_usage u;
-
-	for (size_t i = 0; i < e->n_limits; i++)
-		if (!bpf_map_lookup_elem(fd, &e->limits[i].id, &u) &&
-		    (u.established.near || (sampled && u.established.dormant)))
-			return true;
-	return false;
+	return ctl_count(&e->ctl->near_cgroups) ||
+	       (e->mode == TCPBUF_MODE_SAMPLED && ctl_count(&e->ctl->dormant_cgroups));
 }
 
 /* The samplers follow sockets: wanted while some limited cgroup is near, or
@@ -372,20 +376,13 @@ bool near_any(struct enforcer *e)
  * ingress sees each segment that could take it past its bound). */
 bool samplers_wanted(struct enforcer *e)
 {
-	int fd = bpf_map__fd(e->skel->maps.cgroup_usage);
-	bool sampled = e->mode == TCPBUF_MODE_SAMPLED;
-	struct cgroup_usage u;
+	unsigned near = ctl_count(&e->ctl->near_cgroups);
+	unsigned followed = e->mode == TCPBUF_MODE_SAMPLED ? ctl_count(&e->ctl->followed_cgroups) : 0;
 
-	for (size_t i = 0; i < e->n_limits; i++)
-		if (!bpf_map_lookup_elem(fd, &e->limits[i].id, &u) &&
-		    (u.established.near || (sampled && u.established.dormant &&
-					    !(u.established.dormant & TCPBUF_DORMANT_BOUNDED)))) {
-			log_debug("cgroup %llu: near %u, dormant %u at %lld sockets: samplers wanted",
-				  (unsigned long long)e->limits[i].id, u.established.near,
-				  u.established.dormant, (long long)u.established.sockets);
-			return true;
-		}
-	return false;
+	if (near || followed)
+		log_debug("%u limited cgroups near, %u dormant and followed: samplers wanted", near,
+			  followed);
+	return near || followed;
 }
 
 /* Samplers linked (@on) or not, and enforce_ctl.near_linked told: cleared

@@ -45,8 +45,10 @@ struct tcpbuf_bpf {
 	struct tcpbuf_enforce_ctl *ctl;
 	bool settled;
 	__u64 settled_ms;
-	/* The last count of socket-storage entries, and when (0: none). */
+	/* The last count of socket-storage entries, whether there is one,
+	 * and when. */
 	long counted;
+	bool count_made;
 	__u64 counted_ms;
 	char pin_path[PATH_MAX];
 };
@@ -579,13 +581,14 @@ long loader_count_sock_charges(struct tcpbuf_bpf *bpf, bool admin)
 	int err;
 
 	/* A walk of every socket too: a tenant's at most once a second. */
-	if (!tcpbuf_settle_due(true, bpf->counted_ms, admin, now, bpf->counted_ms))
+	if (!tcpbuf_settle_due(true, bpf->count_made, admin, now, bpf->counted_ms))
 		return bpf->counted;
 	err = netns_iter_each(bpf->sock_count_link_fd, count_add, &total);
 	if (err)
 		return err;
 	bpf->counted = (long)total;
-	bpf->counted_ms = now ? now : 1;
+	bpf->count_made = true;
+	bpf->counted_ms = now;
 	return bpf->counted;
 }
 

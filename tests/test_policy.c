@@ -1139,12 +1139,13 @@ static void sweep_rest(void)
 }
 
 /*
- * The host's count of crowded entries (tcpbuf_crowd_delta()): each move of
- * an entry's near word, and then a day of moves on 64 entries driven by
- * the socket counts tcpbuf_near_crowded_next() decides on, by the three
- * writers a compare-and-swap each (count, limits refresh, dormancy), some of
- * which lose to a concurrent one and apply nothing: the count stays the
- * number of entries with the bit.
+ * The host's counts of crowded and of near entries (tcpbuf_crowd_delta(),
+ * tcpbuf_near_delta()): each move of an entry's near word, and then a day
+ * of moves on 64 entries driven by the socket counts
+ * tcpbuf_near_crowded_next() decides on, by the three writers a
+ * compare-and-swap each (count, limits refresh, dormancy), some of which
+ * lose to a concurrent one and apply nothing: each count stays the number
+ * of entries with its bit.
  */
 static void check_crowd_count(void)
 {
@@ -1152,12 +1153,16 @@ static void check_crowd_count(void)
 		{ 0, 1, 0 }, { 1, 3, 1 }, { 0, 3, 1 }, { 3, 1, -1 }, { 3, 0, -1 },
 		{ 1, 0, 0 }, { 3, 3, 0 }, { 2, 0, -1 }, { 1, 1, 0 },
 	};
+	/* near: the same moves, bit 0 */
+	static const int near_want[] = { 1, 0, 1, 0, -1, -1, 0, 0, 0 };
 	__u32 near[64] = { 0 };
-	long count = 0, bits, lost = 0;
+	long count = 0, bits, lost = 0, nears = 0, near_bits;
 	unsigned seed = 22;
 
-	for (size_t i = 0; i < sizeof(moves) / sizeof(moves[0]); i++)
+	for (size_t i = 0; i < sizeof(moves) / sizeof(moves[0]); i++) {
 		EXPECT_EQ(tcpbuf_crowd_delta(moves[i].old, moves[i].new), moves[i].want);
+		EXPECT_EQ(tcpbuf_near_delta(moves[i].old, moves[i].new), near_want[i]);
+	}
 	for (int step = 0; step < 100000; step++) {
 		int e = (seed = seed * 1103515245 + 12345) >> 16 & 63;
 		int writer = (seed >> 8) % 3;
@@ -1174,20 +1179,77 @@ static void check_crowd_count(void)
 		if ((seed & 31) == 1) {
 			near[e] ^= TCPBUF_NEAR_CROWDED;
 			count += tcpbuf_crowd_delta(seen, near[e]);
+			nears += tcpbuf_near_delta(seen, near[e]);
 			lost++;
 		}
 		if (near[e] != seen)
 			continue;	/* the swap fails: nothing applied */
 		near[e] = want;
 		count += tcpbuf_crowd_delta(seen, want);
+		nears += tcpbuf_near_delta(seen, want);
 	}
-	bits = 0;
-	for (int e = 0; e < 64; e++)
+	bits = near_bits = 0;
+	for (int e = 0; e < 64; e++) {
 		bits += !!(near[e] & TCPBUF_NEAR_CROWDED);
-	test_log("crowd count: %ld after 100000 moves (%ld raced), %ld entries crowded", count,
-		 lost, bits);
+		near_bits += near[e] & 1;
+	}
+	test_log("crowd count: %ld after 100000 moves (%ld raced), %ld entries crowded; near "
+		 "count %ld, %ld entries near", count, lost, bits, nears, near_bits);
 	EXPECT_EQ(count, bits);
 	EXPECT_GT(bits, 0);
+	EXPECT_EQ(nears, near_bits);
+	EXPECT_GT(near_bits, 0);
+}
+
+/*
+ * Sampled mode's counts of dormant and of followed entries
+ * (tcpbuf_dormant_delta(), tcpbuf_followed_delta()): each move of an
+ * entry's dormant word (0, 1 dormant, 3 dormant and bounded), then moves
+ * on 64 entries by compare-and-swap writers, some losing to a concurrent
+ * one: each count stays the number of entries it counts.
+ */
+static void check_dormant_count(void)
+{
+	static const struct { __u32 old, new; int dormant, followed; } moves[] = {
+		{ 0, 1, 1, 1 }, { 0, 3, 1, 0 }, { 1, 3, 0, -1 }, { 3, 1, 0, 1 },
+		{ 3, 0, -1, 0 }, { 1, 0, -1, -1 }, { 1, 1, 0, 0 }, { 3, 3, 0, 0 },
+	};
+	static const __u32 values[] = { 0, 1, 3 };
+	__u32 dormant[64] = { 0 };
+	long d = 0, f = 0, dn = 0, fn = 0, lost = 0;
+	unsigned seed = 23;
+
+	for (size_t i = 0; i < sizeof(moves) / sizeof(moves[0]); i++) {
+		EXPECT_EQ(tcpbuf_dormant_delta(moves[i].old, moves[i].new), moves[i].dormant);
+		EXPECT_EQ(tcpbuf_followed_delta(moves[i].old, moves[i].new), moves[i].followed);
+	}
+	for (int step = 0; step < 100000; step++) {
+		int e = (seed = seed * 1103515245 + 12345) >> 16 & 63;
+		__u32 seen = dormant[e], want = values[(seed >> 8) % 3];
+
+		if ((seed & 31) == 1) {	/* a concurrent writer between read and swap */
+			__u32 other = values[(seed >> 12) % 3];
+
+			d += tcpbuf_dormant_delta(dormant[e], other);
+			f += tcpbuf_followed_delta(dormant[e], other);
+			dormant[e] = other;
+			lost++;
+		}
+		if (dormant[e] != seen)
+			continue;
+		dormant[e] = want;
+		d += tcpbuf_dormant_delta(seen, want);
+		f += tcpbuf_followed_delta(seen, want);
+	}
+	for (int e = 0; e < 64; e++) {
+		dn += !!dormant[e];
+		fn += tcpbuf_dormant_followed(dormant[e]);
+	}
+	test_log("dormant count %ld (%ld entries), followed %ld (%ld) after 100000 moves "
+		 "(%ld raced)", d, dn, f, fn, lost);
+	EXPECT_EQ(d, dn);
+	EXPECT_EQ(f, fn);
+	EXPECT_GT(fn, 0);
 }
 
 /*
@@ -1247,6 +1309,7 @@ int main(void)
 	test_init();
 	check_crowded_cases();
 	check_crowd_count();
+	check_dormant_count();
 	check_zones_cases();
 	check_verdict_cases();
 	check_state_cases(getenv("TEST_POLICY_PRINT") != NULL);
