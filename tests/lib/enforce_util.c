@@ -542,6 +542,33 @@ double median_ratio(const double *num, const double *den, int n)
 	return m;
 }
 
+double median_ratio_interval(const double *num, const double *den, int n, double *lo,
+			     double *hi)
+{
+	double *r = malloc(n * sizeof(*r)), m, tail = 0, c = 1, all = 1;
+	int k = 0;
+
+	for (int i = 0; i < n; i++)
+		all *= 2;
+	for (int i = 0; i < n; i++)
+		r[i] = den[i] > 0 ? num[i] / den[i] : 0;
+	qsort(r, n, sizeof(*r), cmp_double);
+	m = n % 2 ? r[n / 2] : (r[n / 2 - 1] + r[n / 2]) / 2;
+	/* k: the most order statistics cut from each end with P(Bin(n, 1/2)
+	 * < k) <= 2.5%; c runs through C(n, i). */
+	for (int i = 0; i < n / 2; i++) {
+		tail += c / all;
+		if (tail > 0.025)
+			break;
+		k = i + 1;
+		c = c * (n - i) / (i + 1);
+	}
+	*lo = r[k > 0 ? k - 1 : 0];
+	*hi = r[k > 0 ? n - k : n - 1];
+	free(r);
+	return m;
+}
+
 /* -------------------------------------------------------------- sampler */
 
 struct peak_sampler {

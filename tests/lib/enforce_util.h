@@ -81,6 +81,11 @@ double bulk_throughput_on(const char *tx_cgroup, const char *rx_cgroup, double s
 /* Median of num[i] / den[i]: a ratio of paired, interleaved runs, robust to
  * the machine's drift and to a few disturbed runs. */
 double median_ratio(const double *num, const double *den, int n);
+/* The same median, and its distribution-free 95% interval (order statistics
+ * of the sign test: for 9 rounds, the 2nd and 8th ratio): a slowdown is
+ * shown only when *hi is below the bar, not when noise moves the median. */
+double median_ratio_interval(const double *num, const double *den, int n, double *lo,
+			     double *hi);
 /* Median of v (sorts a copy). */
 double median_of(const double *v, int n);
 
