@@ -505,8 +505,15 @@ int main(int argc, char **argv)
 	struct daemon d = { .config_path = DEFAULT_CONFIG, .config_is_default = true, .ctl_fd = -1 };
 	struct loader_opts lo;
 	char err[512];
+	sigset_t hup;
 	int r;
 
+	/* A reload asked for while the programs load (seconds, on a busy
+	 * host) waits for the event loop's signalfd: SIGHUP's default action
+	 * would end the daemon. */
+	sigemptyset(&hup);
+	sigaddset(&hup, SIGHUP);
+	sigprocmask(SIG_BLOCK, &hup, NULL);
 	r = parse_args(argc, argv, &d);
 	if (r >= 0)
 		return r;

@@ -1019,6 +1019,13 @@ void daemon_set_cgroupns(const char *cg)
 	h_daemon_cgns = cg ? strdup(cg) : NULL;
 }
 
+static int h_start_sig;
+
+void daemon_start_signal(int sig)
+{
+	h_start_sig = sig;
+}
+
 int daemon_start(const char *extra_args)
 {
 	const char *bin = tcpbufd_path();
@@ -1138,6 +1145,8 @@ int daemon_start(const char *extra_args)
 		}
 		if (sock_connectable(h_sock))
 			return 0;
+		if (h_start_sig && daemon_log_count("accounting") > 0)
+			kill(pid, h_start_sig);
 		msleep(20);
 	}
 	fprintf(stderr, "harness: daemon socket %s not accepting after %d s\n", h_sock, wait_s);

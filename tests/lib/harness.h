@@ -291,6 +291,9 @@ int daemon_log_count(const char *needle);
  * just after making it, so a test that saw the change may be early. Returns
  * the count. */
 int daemon_log_wait(const char *needle, int n, int timeout_ms);
+/* The next daemon_start() sends @sig to its daemon every 20 ms from its
+ * "accounting ..." log line (the loader done) until its socket is up. */
+void daemon_start_signal(int sig);
 
 /* ----------------------------------------------------------------- JSON */
 
