@@ -176,15 +176,34 @@ const volatile __u32 near_guard_growth = 0;
  * while some cgroup is dormant or near (near_update() tells it). */
 const volatile __u32 near_guard_followed = 0;
 /* Sampled mode: a followed socket's largest sk_sndbuf, in pages
- * (tcpbuf_near_guard_writers()). */
+ * (tcpbuf_near_guard_writers()): tcp_wmem[2], where autotuning stops, and the
+ * wide ceiling (tcpbuf_writer_ceiling()) for a cgroup one of whose writers
+ * may reach past it (cgroup_sockets.wide_writers); net.core.wmem_max, which
+ * tells them (tcpbuf_sndbuf_wide()). */
 const volatile __u32 near_guard_writer_pages = 0;
+const volatile __u32 near_guard_wide_writer_pages = 0;
+const volatile __u32 near_guard_wmem_max = 0;
+
+static __always_inline __u64 guard_writer_pages(const struct cgroup_usage *u)
+{
+	return u->established.wide_writers ? near_guard_wide_writer_pages : near_guard_writer_pages;
+}
+
+/* The count of @u's sockets is @now: with none left, none of its writers is
+ * wide any more (one counted meanwhile sets it again as it is counted). */
+static __always_inline void wide_writers_count(struct cgroup_usage *u, __s64 now)
+{
+	if (now <= 0 && u->established.wide_writers)
+		u->established.wide_writers = 0;
+}
 
 /* Sampled mode: the sk_rcvbuf a bounded cgroup's sockets may have (bytes,
  * loader_bounded_rcvbuf(); tcpbuf_bounded()); 0, never bounded. */
 const volatile __u32 near_guard_bounded_rcvbuf = 0;
 
 /* Whether a dormant cgroup with @sockets is bounded (tcpbuf_bounded()). */
-static __always_inline bool near_bounded(__s64 sockets, __u64 pressure_pages, __u64 max_pages)
+static __always_inline bool near_bounded(__s64 sockets, __u64 pressure_pages, __u64 max_pages,
+					 __u64 writer_pages)
 {
 	if (!near_guard_bounded_rcvbuf || !near_guard_growth)
 		return false;
@@ -193,14 +212,20 @@ static __always_inline bool near_bounded(__s64 sockets, __u64 pressure_pages, __
 									  sockets,
 									  near_guard_growth),
 							pressure_pages, max_pages, sockets,
-							near_guard_writer_pages));
+							writer_pages));
 }
 
-/* Whether a socket's buffers are still within what bounded assumed. */
+/* Whether a socket's buffers are still within what bounded assumed: past
+ * tcp_wmem[2] only by SO_SNDBUF, which made its cgroup's guard the wide
+ * one. */
 static __always_inline bool sock_bounded_ok(const struct sock *sk)
 {
+	__u8 locks = BPF_CORE_READ_BITFIELD(sk, sk_userlocks);
+	__u32 writer = locks & TCPBUF_SNDBUF_LOCK ? near_guard_wide_writer_pages
+						  : near_guard_writer_pages;
+
 	return tcpbuf_bounded_sock_ok(sk->sk_rcvbuf, sk->sk_sndbuf, near_guard_bounded_rcvbuf,
-				      (__s64)near_guard_writer_pages << TCPBUF_PAGE_SHIFT);
+				      (__s64)writer << TCPBUF_PAGE_SHIFT);
 }
 
 /* A level left bounded (or became it): no socket's bounded verdict
@@ -216,7 +241,7 @@ static __always_inline void bounded_epoch_bump(void)
 /* Whether a cgroup near by its sockets' reach is dormant (@dormant before)
  * at @usage with @sockets and its thresholds (never with no growth). */
 static __always_inline bool near_dormant_next(__u32 dormant, __s64 usage, __u64 pressure_pages,
-					      __u64 max_pages, __s64 sockets)
+					      __u64 max_pages, __s64 sockets, __u64 writer_pages)
 {
 	if (!near_guard_growth)
 		return false;
@@ -225,7 +250,7 @@ static __always_inline bool near_dormant_next(__u32 dormant, __s64 usage, __u64 
 									       sockets,
 									       near_guard_growth),
 							     pressure_pages, max_pages, sockets,
-							     near_guard_writer_pages));
+							     writer_pages));
 }
 
 /*
@@ -278,7 +303,7 @@ static __always_inline void near_guard_update(__u64 id, struct cgroup_usage *u, 
 	if (!near_guard_growth || !(u->established.near | dormant))
 		return;
 	want = near_dormant_next(dormant, now, u->limits.pressure_pages, u->limits.max_pages,
-				 u->established.sockets);
+				 u->established.sockets, guard_writer_pages(u));
 	/* The turn in a frame of its own: the chargers' stacks have no room
 	 * for it. */
 	if (want != !!dormant)
@@ -785,7 +810,7 @@ static long uncount_level(__u64 i, void *ctx)
 	if (!u)
 		return 0;
 	if (w->sockets)
-		__sync_fetch_and_add(&u->established.sockets, -1);
+		wide_writers_count(u, __sync_fetch_and_add(&u->established.sockets, -1) - 1);
 	if (w->senders)
 		__sync_fetch_and_add(&u->established.senders, -1);
 	return 0;

@@ -12,6 +12,8 @@
  *                    after a change of limits
  *   sendmsg_sample   sampled mode only: keeps a limited socket's usage fresh
  *                    while tcp_sendmsg queues
+ *   setsockopt       sampled mode: an SO_SNDBUF past tcp_wmem[2] widens its
+ *                    cgroups' guard before it applies
  * The state machine itself runs where usage changes (charge.bpf.h); the
  * caps come from enforce_policy.bpf.h. Only sockets with a limited ancestor
  * that is near (tcpbuf_near_next()) are armed: capped, followed segment by
@@ -23,6 +25,7 @@
 #include "enforce_ingress.bpf.h"
 #include "enforce_sweep.bpf.h"
 #include "enforce_refresh.bpf.h"
+#include "enforce_setsockopt.bpf.h"
 #include "timehist.bpf.h"
 #include <bpf/bpf_tracing.h>
 

@@ -277,6 +277,7 @@ struct count_walk {
 	struct ancestry a;
 	__s64 sockets, senders;
 	__u32 near;	/* as caps_walk's, after the count */
+	__u32 wide;	/* the socket's writer may pass tcp_wmem[2] (tcpbuf_sndbuf_wide()) */
 };
 
 /*
@@ -292,17 +293,24 @@ __noinline int crowded_bit(__u32 near, __s64 sockets, __u64 pressure_pages, __u6
 				   max_pages) ? TCPBUF_NEAR_CROWDED : 0;
 }
 
-/* near_bounded(), global for the same reason. */
-__noinline int bounded_next(__s64 sockets, __u64 pressure_pages, __u64 max_pages)
+/* near_bounded() of the cgroup of @u, global for the same reason. */
+__noinline int bounded_next(struct cgroup_usage *u)
 {
-	return near_bounded(sockets, pressure_pages, max_pages);
+	if (!u)
+		return 0;
+	return near_bounded(u->established.sockets, u->limits.pressure_pages, u->limits.max_pages,
+			    guard_writer_pages(u));
 }
 
-/* near_dormant_next(), global for the same reason. */
-__noinline int dormant_next(__u32 dormant, __s64 usage, __u64 pressure_pages, __u64 max_pages,
-			    __s64 sockets)
+/* near_dormant_next() of the cgroup of @u, dormant before or not
+ * (@dormant), global for the same reason. */
+__noinline int dormant_next(struct cgroup_usage *u, __u32 dormant)
 {
-	return near_dormant_next(dormant, usage, pressure_pages, max_pages, sockets);
+	if (!u)
+		return 0;
+	return near_dormant_next(dormant, u->usage_pages, u->limits.pressure_pages,
+				 u->limits.max_pages, u->established.sockets,
+				 guard_writer_pages(u));
 }
 
 /* Near now: not dormant any more, cleared after near was set. */
@@ -324,15 +332,14 @@ static __always_inline __u32 near_decide(struct cgroup_usage *u, bool grew)
 
 	counted = tcpbuf_near_next(cs->near | cs->dormant, cs->sockets, sock_bound_pages,
 				   u->limits.pressure_pages, u->limits.max_pages);
-	want = counted && dormant_next(cs->dormant, u->usage_pages, u->limits.pressure_pages,
-				       u->limits.max_pages, cs->sockets);
+	want = counted && dormant_next(u, cs->dormant);
 	/* Bounded is entered only as a socket is counted (its buffers are
 	 * the ones it starts with; the epoch's bump below makes every other
 	 * socket's ingress look again, and one whose buffers grew takes the
 	 * level out at once), and kept while the count fits: a level that
 	 * left it stays followed until its count changes. */
 	if (want && (grew || (cs->dormant & TCPBUF_DORMANT_BOUNDED)) &&
-	    bounded_next(cs->sockets, u->limits.pressure_pages, u->limits.max_pages))
+	    bounded_next(u))
 		want |= TCPBUF_DORMANT_BOUNDED;
 	/* A concurrent count decides the same from the same. Stored
 	 * before the epoch moves, so an ingress look begun at the old
@@ -432,10 +439,14 @@ static long count_walk_level(__u64 i, void *ctx)
 		u = usage_entry_make(w->a.sc, id);
 	if (!u)
 		return 0;
-	if (w->sockets)
+	if (w->sockets < 0)
+		wide_writers_count(u, __sync_fetch_and_add(&u->established.sockets, -1) - 1);
+	else if (w->sockets)
 		__sync_fetch_and_add(&u->established.sockets, w->sockets);
 	if (w->senders)
 		__sync_fetch_and_add(&u->established.senders, w->senders);
+	if (w->wide && !u->established.wide_writers)
+		u->established.wide_writers = 1;
 	/* An unknown value, not a constant: the verifier then checks this
 	 * callback once, not once per value the caller's flag could hold. */
 	w->near |= near_update(id, u, w->sockets > 0) | u->established.dormant << 2;
@@ -444,13 +455,15 @@ static long count_walk_level(__u64 i, void *ctx)
 
 /*
  * Add @sockets and @senders to the counts of every level the socket whose
- * entry is @sc charges; whether a limited one is near after that. Global,
- * as caps_walk(): checked once, and a change of near it tells is an event,
- * not a branch its callers fork on.
+ * entry is @sc charges, and its writer to their wide ones (@wide); whether
+ * a limited one is near after that. Global, as caps_walk(): checked once,
+ * and a change of near it tells is an event, not a branch its callers fork
+ * on.
  */
-__noinline int count_walk(struct sock_charge *sc, __s64 sockets, __s64 senders)
+__noinline int count_walk(struct sock_charge *sc, __s64 sockets, __s64 senders, int wide)
 {
-	struct count_walk w = { .a.sc = sc, .sockets = sockets, .senders = senders };
+	struct count_walk w = { .a.sc = sc, .sockets = sockets, .senders = senders,
+				.wide = !!wide };
 
 	bpf_loop(TCPBUF_MAX_DEPTH, count_walk_level, &w, 0);
 	return walk_reach(w.near);
@@ -462,7 +475,8 @@ __noinline int count_walk(struct sock_charge *sc, __s64 sockets, __s64 senders)
  * each is added and removed once. Whether a limited ancestor is near after
  * that, or -1 if nothing changed (and nothing was walked).
  */
-static __always_inline int socket_count(struct sock_charge *sc, bool counted, bool sender)
+static __always_inline int socket_count(struct sock_charge *sc, bool counted, bool sender,
+					bool wide)
 {
 	struct sock_enforce *se = &sc->enforce;
 	struct count_walk w = {};
@@ -477,7 +491,22 @@ static __always_inline int socket_count(struct sock_charge *sc, bool counted, bo
 		se->flags ^= TCPBUF_SE_COUNTED;
 	if (w.senders)
 		se->flags ^= TCPBUF_SE_SENDER;
-	return count_walk(sc, w.sockets, w.senders);
+	return count_walk(sc, w.sockets, w.senders, w.sockets > 0 && wide);
+}
+
+/* Whether the writer of @tp may pass tcp_wmem[2], the narrow writers'
+ * ceiling, as it is counted: by an SO_SNDBUF set before (on it or on its
+ * listener), or by its network namespace's own tcp_wmem[2]. Later
+ * SO_SNDBUFs are seen as they are set (enforce_setsockopt.bpf.h). */
+static __always_inline bool sock_writer_wide(const struct tcp_sock *tp)
+{
+	const struct sock *sk = (const struct sock *)tp;
+	__s64 narrow = (__s64)near_guard_writer_pages << TCPBUF_PAGE_SHIFT;
+
+	if (!near_guard_writer_pages || near_guard_wide_writer_pages <= near_guard_writer_pages)
+		return false;
+	return sk->sk_sndbuf > narrow ||
+	       sk->__sk_common.skc_net.net->ipv4.sysctl_tcp_wmem[2] > narrow;
 }
 
 /* A socket of a limited subtree (near or far) counts; a writer once it sent. */
@@ -486,7 +515,8 @@ static __always_inline int socket_count_update(struct sock_charge *sc, const str
 {
 	/* Once a writer, always one: bytes_sent is read only until then. */
 	return socket_count(sc, limited, limited && ((sc->enforce.flags & TCPBUF_SE_SENDER) ||
-						     tp->bytes_sent > 0));
+						     tp->bytes_sent > 0),
+			    !(sc->enforce.flags & TCPBUF_SE_COUNTED) && sock_writer_wide(tp));
 }
 
 /* First sight of a socket: remember what its application chose itself. */

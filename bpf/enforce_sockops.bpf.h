@@ -74,7 +74,7 @@ static __always_inline int sockops_run(struct bpf_sock_ops *skops)
 		if (skops->args[1] == BPF_TCP_CLOSE && (tp = bpf_skc_to_tcp_sock(bsk)) &&
 		    ((sc = sock_charge_get((struct sock *)tp, false)) ||
 		     (sc = sock_fallback_lookup((struct sock *)tp))))
-			socket_count(sc, false, false);
+			socket_count(sc, false, false, false);
 		return 1;
 	}
 	if (skops->op != BPF_SOCK_OPS_ACTIVE_ESTABLISHED_CB &&

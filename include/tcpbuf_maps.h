@@ -74,6 +74,10 @@ struct cgroup_sockets {
 	__u32 crowd_ms;	/* when it last turned crowded (CLOCK_MONOTONIC, ms, wraps) */
 	__u32 syn_drops;	/* SYNs its listeners' ingress dropped while it was newly
 				 * crowded (enforce_crowd.bpf.h) */
+	__u32 wide_writers;	/* sampled mode, 1 once a writer here could pass tcp_wmem[2]
+				 * (tcpbuf_sndbuf_wide()): the guard keeps the wide
+				 * writers' ceiling from then on */
+	__u32 pad;
 };
 
 /* cgroup_sockets.dormant: bit 0 dormant, this bit bounded too. */

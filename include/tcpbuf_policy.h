@@ -373,15 +373,35 @@ TCPBUF_POLICY bool tcpbuf_bounded_sock_ok(__s64 rcvbuf, __s64 sndbuf, __s64 rcvb
 }
 
 /*
- * The writers' ceiling in bytes: the largest sk_sndbuf a socket reaches
+ * The wide writers' ceiling in bytes: the largest sk_sndbuf a socket reaches
  * without SO_SNDBUFFORCE. Autotuning (tcp_sndbuf_expand()) raises it up to
- * tcp_wmem[2] whatever wmem_max says, SO_SNDBUF up to twice wmem_max: the
- * larger of the two. Examples: 4 MiB, 212992 (defaults): 4 MiB; 4 MiB,
- * 4 MiB: 8 MiB.
+ * tcp_wmem[2] whatever wmem_max says (the narrow ceiling), SO_SNDBUF up to
+ * twice wmem_max: the larger of the two. Examples: 4 MiB, 212992
+ * (defaults): 4 MiB; 4 MiB, 4 MiB: 8 MiB.
  */
 TCPBUF_POLICY __s64 tcpbuf_writer_ceiling(__s64 tcp_wmem_max, __s64 wmem_max)
 {
 	return tcp_wmem_max > 2 * wmem_max ? tcp_wmem_max : 2 * wmem_max;
+}
+
+/*
+ * Whether setting SO_SNDBUF (or SO_SNDBUFFORCE: @force) to @val gives a
+ * socket a buffer past @narrow, the writers' ceiling a cgroup's guard keeps
+ * while none of its writers asked for more: tcp_wmem[2], where autotuning
+ * stops. The kernel gives twice min(@val, @wmem_max) (a negative @val as a
+ * huge one), or twice @val forced (a negative one as 0), at most INT_MAX.
+ * Such a cgroup's guard keeps tcpbuf_writer_ceiling() instead
+ * (cgroup_sockets.wide_writers).
+ */
+TCPBUF_POLICY bool tcpbuf_sndbuf_wide(__s64 val, bool force, __s64 wmem_max, __s64 narrow)
+{
+	if (val < 0)
+		val = force ? 0 : wmem_max;
+	if (!force && val > wmem_max)
+		val = wmem_max;
+	if (val > 0x3fffffff)
+		val = 0x3fffffff;
+	return 2 * val > narrow;
 }
 
 /*

@@ -2,6 +2,7 @@
 /*
  * User side of enforcement (bpf/enforce.bpf.c). Pins, next to the loader's:
  *   links/enforce_sockops          sock_ops at the scope cgroup
+ *   links/enforce_setsockopt       cgroup/setsockopt there (wide writers)
  *   progs/enforce_sendmsg_sample   sampled mode: tp_btf/tcp_sendmsg_locked,
  *                                  linked (links/) only while some limited
  *                                  cgroup is near, like the loader's samplers
@@ -184,7 +185,9 @@ static void set_rodata(struct enforce *skel, enum tcpbuf_mode mode)
 	skel->rodata->accounting_mode = mode;
 	skel->rodata->near_guard_growth = loader_guard_growth(mode);
 	skel->rodata->near_guard_followed = mode == TCPBUF_MODE_SAMPLED;
-	skel->rodata->near_guard_writer_pages = loader_guard_writer_pages(mode);
+	skel->rodata->near_guard_writer_pages = loader_guard_writer_pages(mode, false);
+	skel->rodata->near_guard_wide_writer_pages = loader_guard_writer_pages(mode, true);
+	skel->rodata->near_guard_wmem_max = wmem_max;
 	skel->rodata->near_guard_bounded_rcvbuf = loader_bounded_rcvbuf(mode);
 	skel->rodata->sock_bound_pages =
 		tcpbuf_sock_bound_pages(tcp_rmem2, rmem_max, tcp_wmem2, wmem_max);
@@ -266,6 +269,14 @@ int enforce_start(const struct enforce_opts *o, struct enforcer **out)
 	err = cgroup_link_ensure(e, e->skel->progs.enforce_sockops, e->scope, "enforce_sockops", &fd);
 	if (err) {
 		log_err("enforcement: cannot attach sock_ops at %s: %s", e->scope, strerror(-err));
+		goto fail;
+	}
+	close(fd);
+	err = cgroup_link_ensure(e, e->skel->progs.enforce_setsockopt, e->scope,
+				 "enforce_setsockopt", &fd);
+	if (err) {
+		log_err("enforcement: cannot attach cgroup/setsockopt at %s: %s", e->scope,
+			strerror(-err));
 		goto fail;
 	}
 	close(fd);

@@ -265,15 +265,17 @@ long loader_sysctl_long(const char *path, int field, long fallback)
 }
 
 /* A followed socket's largest sk_sndbuf in pages (sampled mode; 0 in exact
- * mode): tcpbuf_writer_ceiling(). */
-unsigned loader_guard_writer_pages(enum tcpbuf_mode mode)
+ * mode): tcp_wmem[2], or tcpbuf_writer_ceiling() for a writer that set
+ * SO_SNDBUF (@wide). */
+unsigned loader_guard_writer_pages(enum tcpbuf_mode mode, bool wide)
 {
 	long tcp_wmem2 = loader_sysctl_long("/proc/sys/net/ipv4/tcp_wmem", 2, 4 << 20);
 	long wmem_max = loader_sysctl_long("/proc/sys/net/core/wmem_max", 0, 212992);
 
 	if (mode != TCPBUF_MODE_SAMPLED)
 		return 0;
-	return (unsigned)(tcpbuf_writer_ceiling(tcp_wmem2, wmem_max) >> TCPBUF_PAGE_SHIFT);
+	return (unsigned)((wide ? tcpbuf_writer_ceiling(tcp_wmem2, wmem_max) : tcp_wmem2) >>
+			  TCPBUF_PAGE_SHIFT);
 }
 
 /* The sk_rcvbuf a bounded cgroup's sockets may have (sampled mode; 0 in
@@ -345,7 +347,11 @@ static int load_sampled(struct tcpbuf_bpf *bpf)
 		return -errno;
 	skel->rodata->near_guard_growth = loader_guard_growth(TCPBUF_MODE_SAMPLED);
 	skel->rodata->near_guard_followed = 1;
-	skel->rodata->near_guard_writer_pages = loader_guard_writer_pages(TCPBUF_MODE_SAMPLED);
+	skel->rodata->near_guard_writer_pages = loader_guard_writer_pages(TCPBUF_MODE_SAMPLED, false);
+	skel->rodata->near_guard_wide_writer_pages =
+		loader_guard_writer_pages(TCPBUF_MODE_SAMPLED, true);
+	skel->rodata->near_guard_wmem_max =
+		loader_sysctl_long("/proc/sys/net/core/wmem_max", 0, 212992);
 	disable_missing_tracepoints(skel->obj);
 	err = tables_fit(skel->obj, bpf->pin_path);
 	if (!err)

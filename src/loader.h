@@ -38,8 +38,9 @@ int loader_settle(struct tcpbuf_bpf *bpf, bool admin);
  * or with TCPBUF_NO_DORMANT set. */
 unsigned loader_guard_growth(enum tcpbuf_mode mode);
 /* tcpbuf_near_guard_writers()'s per-socket queue (the programs'
- * near_guard_writer_pages): 0 but in sampled mode. */
-unsigned loader_guard_writer_pages(enum tcpbuf_mode mode);
+ * near_guard_writer_pages, near_guard_wide_writer_pages): 0 but in sampled
+ * mode. */
+unsigned loader_guard_writer_pages(enum tcpbuf_mode mode, bool wide);
 unsigned loader_bounded_rcvbuf(enum tcpbuf_mode mode);
 /* Field @field (from 0) of the /proc/sys file @path, or @fallback. */
 long loader_sysctl_long(const char *path, int field, long fallback);

@@ -48,6 +48,7 @@
 #include "tcpbuf_policy.h"
 
 static const char *cg;
+static int client_sndbuf;	/* SO_SNDBUF set on a new client before it connects */
 
 /* Debugging aid: the verdict bits of the cgroup's sockets (sock_diag). */
 static int verdict_cb(const struct skmem_sock *k, void *arg)
@@ -104,6 +105,9 @@ static void pair_make(int *c, int *s, int wide)
 	ASSERT_OK(getsockname(l, (void *)&a, &alen));
 	*c = socket(AF_INET, SOCK_STREAM, 0);
 	ASSERT_TRUE(*c >= 0);
+	if (client_sndbuf)
+		ASSERT_OK(setsockopt(*c, SOL_SOCKET, SO_SNDBUF, &client_sndbuf,
+				     sizeof(client_sndbuf)));
 	ASSERT_OK(connect(*c, (void *)&a, sizeof(a)));
 	*s = accept(l, NULL, NULL);
 	ASSERT_TRUE(*s >= 0);
@@ -125,8 +129,9 @@ static void rr(int c, int s, int n)
 	}
 }
 
-/* A fresh pair, bounded after a few transactions (as the cgroup says). */
-static void pair_bounded(int *c, int *s, const char *what, int wide)
+/* A fresh pair after a few transactions: bounded or not (@bounded), as
+ * the cgroup says. */
+static void pair_counted(int *c, int *s, const char *what, int wide, bool bounded)
 {
 	uint32_t d;
 
@@ -134,9 +139,32 @@ static void pair_bounded(int *c, int *s, const char *what, int wide)
 	rr(*c, *s, 100);
 	msleep(100);
 	d = dormant_of();
-	test_log("%s: a new connection, dormant %u (3: bounded)", what, d);
+	test_log("%s: a new connection, dormant %u (3: bounded), expected %s", what, d,
+		 bounded ? "bounded" : "not bounded");
 	verdicts();
-	EXPECT_EQ(d, 3);
+	if (bounded)
+		EXPECT_EQ(d, 3);
+	else
+		EXPECT_TRUE(!(d & TCPBUF_DORMANT_BOUNDED));
+}
+
+static void pair_bounded(int *c, int *s, const char *what, int wide)
+{
+	pair_counted(c, s, what, wide, true);
+}
+
+/* Whether a connection's two sockets whose writers reach @writer bytes
+ * leave a cgroup of Limit=@limit bounded (tcpbuf_bounded()). */
+static bool bounded_for(long limit, long writer)
+{
+	struct tcpbuf_thresholds t = tcpbuf_thresholds_of(PAGES(limit), 0, 0);
+	long rcv = tcpbuf_bounded_rcvbuf(sysctl_field("/proc/sys/net/ipv4/tcp_rmem", 1),
+					 sysctl_field("/proc/sys/net/ipv4/tcp_rmem", 2),
+					 sysctl_field("/proc/sys/net/core/rmem_max", 0));
+	__s64 guard = tcpbuf_near_guard(t.pressure, t.max, 2, TCPBUF_GUARD_GROWTH_PAGES);
+
+	guard = tcpbuf_near_guard_writers(guard, t.pressure, t.max, 2, writer >> TCPBUF_PAGE_SHIFT);
+	return tcpbuf_bounded(2, tcpbuf_bounded_sock_pages(rcv), guard);
 }
 
 static void pair_close(int c, int s)
@@ -172,11 +200,51 @@ static int buf_of(int fd, int opt)
 	return v;
 }
 
+/* The reader of @c -> @s stalls while the writer writes for 3 s (up to 10 s,
+ * until it wrote 1.5 x @limit): the cgroup's peak by sock_diag every 10 ms
+ * stays within 1.05 x max, it is no longer bounded, and every byte arrives
+ * once it reads again. */
+static void stall_peak(int c, int s, long limit, const char *what)
+{
+	static char buf[1 << 16];
+	struct peak_sampler *ps;
+	uint64_t sent = 0, got = 0;
+	double t0 = now_sec(), ratio;
+	ssize_t n;
+
+	fcntl(c, F_SETFL, O_NONBLOCK);
+	ps = peak_start(cg, 10);
+	ASSERT_TRUE(ps != NULL);
+	while (now_sec() - t0 < 3 || (sent < (uint64_t)limit * 3 / 2 && now_sec() - t0 < 10)) {
+		n = write(c, buf, sizeof(buf));
+		if (n > 0)
+			sent += n;
+		else
+			msleep(1);
+	}
+	peak_stop(ps);
+	ratio = (double)peak_pages(ps) / PAGES(limit);
+	test_log("%s, stalled: %llu bytes written, peak %llu pages by sock_diag (%.3f x max), "
+		 "state %s, dormant %u", what, (unsigned long long)sent,
+		 (unsigned long long)peak_pages(ps), ratio, status_state(cg), dormant_of());
+	EXPECT_LE(ratio, 1.05);
+	EXPECT_TRUE(!(dormant_of() & TCPBUF_DORMANT_BOUNDED));
+	peak_free(ps);
+	shutdown(c, SHUT_WR);
+	fcntl(c, F_SETFL, 0);
+	while ((n = read(s, buf, sizeof(buf))) > 0)
+		got += n;
+	test_log("%s: drained %llu of %llu bytes", what, (unsigned long long)got,
+		 (unsigned long long)sent);
+	EXPECT_EQ(got, sent);
+}
+
 int main(void)
 {
 	struct utsname un;
 	int major = 0, minor = 0, c, s, v;
 	long limit;
+	bool wide_bounded;
 	char *out = NULL, mode[16] = "";
 
 	test_init();
@@ -251,19 +319,31 @@ int main(void)
 	}
 	pair_close(c, s);
 
-	/* 3. SO_SNDBUF up to wmem_max: within the writers' ceiling; forced
-	 * past it: out. */
+	/* 3. SO_SNDBUF of wmem_max on the writer: where that passes tcp_wmem[2],
+	 * its cgroup's guard keeps the wide writers' ceiling from the call on,
+	 * before any segment, and it stays bounded only if that still fits;
+	 * SO_SNDBUFFORCE past the wide ceiling: out; held at max, stalled. */
+	wide_bounded = bounded_for(limit, writer_ceiling());
 	pair_bounded(&c, &s, "SO_SNDBUF", 0);
 	v = (int)sysctl_field("/proc/sys/net/core/wmem_max", 0);
 	ASSERT_OK(setsockopt(c, SOL_SOCKET, SO_SNDBUF, &v, sizeof(v)));
+	test_log("SO_SNDBUF: sk_sndbuf %d; writers' ceiling %ld, %ld wide (bounded with it: %s)",
+		 buf_of(c, SO_SNDBUF), narrow_writer_ceiling(), writer_ceiling(),
+		 wide_bounded ? "yes" : "no");
+	expect_bounded("SO_SNDBUF, before a segment", wide_bounded);
 	rr(c, s, 1);
-	test_log("SO_SNDBUF: sk_sndbuf %d, writers' ceiling %ld", buf_of(c, SO_SNDBUF),
-		 writer_ceiling());
-	expect_bounded("SO_SNDBUF", true);
+	expect_bounded("SO_SNDBUF", wide_bounded);
 	v = (int)(writer_ceiling() / 2 + 4096);	/* doubled by the kernel: past the ceiling */
 	ASSERT_OK(setsockopt(c, SOL_SOCKET, SO_SNDBUFFORCE, &v, sizeof(v)));
 	rr(c, s, 1);
 	expect_bounded("SO_SNDBUFFORCE", false);
+	stall_peak(c, s, limit, "SO_SNDBUFFORCE");
+	pair_close(c, s);
+
+	/* 3b. SO_SNDBUF set before connecting: counted as wide. */
+	client_sndbuf = (int)sysctl_field("/proc/sys/net/core/wmem_max", 0);
+	pair_counted(&c, &s, "SO_SNDBUF before connect", 0, wide_bounded);
+	client_sndbuf = 0;
 	pair_close(c, s);
 
 	/* 4. Leaving with full queues, the daemon stopped: usage has them at once. */
@@ -304,46 +384,9 @@ int main(void)
 
 	/* 5. A forced 32 MiB receive buffer, then the reader stalls. */
 	pair_bounded(&c, &s, "SO_RCVBUFFORCE", (int)limit);
-	{
-		static char buf[1 << 16];
-		struct peak_sampler *ps;
-		uint64_t sent = 0, got = 0;
-		struct timespec t0, t;
-		long ms;
-		double ratio;
-		ssize_t n;
-
-		v = (int)limit;	/* doubled by the kernel: twice max */
-		ASSERT_OK(setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)));
-		fcntl(c, F_SETFL, O_NONBLOCK);
-		ps = peak_start(cg, 10);
-		ASSERT_TRUE(ps != NULL);
-		clock_gettime(CLOCK_MONOTONIC, &t0);
-		do {
-			n = write(c, buf, sizeof(buf));
-			if (n > 0)
-				sent += n;
-			else
-				msleep(1);
-			clock_gettime(CLOCK_MONOTONIC, &t);
-			ms = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
-		} while (ms < 3000 || (sent < (uint64_t)limit * 3 / 2 && ms < 10000));
-		peak_stop(ps);
-		ratio = (double)peak_pages(ps) / PAGES(limit);
-		test_log("SO_RCVBUFFORCE, stalled: %llu bytes written, peak %llu pages by sock_diag "
-			 "(%.3f x max), state %s, dormant %u", (unsigned long long)sent,
-			 (unsigned long long)peak_pages(ps), ratio, status_state(cg), dormant_of());
-		EXPECT_LE(ratio, 1.05);
-		EXPECT_TRUE(!(dormant_of() & TCPBUF_DORMANT_BOUNDED));
-		peak_free(ps);
-		shutdown(c, SHUT_WR);
-		fcntl(c, F_SETFL, 0);
-		while ((n = read(s, buf, sizeof(buf))) > 0)
-			got += n;
-		test_log("drained: %llu of %llu bytes", (unsigned long long)got,
-			 (unsigned long long)sent);
-		EXPECT_EQ(got, sent);
-	}
+	v = (int)limit;	/* doubled by the kernel: twice max */
+	ASSERT_OK(setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)));
+	stall_peak(c, s, limit, "SO_RCVBUFFORCE");
 	pair_close(c, s);
 
 	ASSERT_EQ(daemon_stop(), 0);

@@ -768,8 +768,31 @@ static const struct ceiling_case {
 	{ 2LL << 30, 4LL << 30, 4 << 20, 0 },		/* absurd: never bounded */
 };
 
+/* tcpbuf_sndbuf_wide(): val, force, wmem_max, narrow (tcp_wmem[2]). */
+static const struct sndbuf_wide_case {
+	__s64 val;
+	bool force;
+	__s64 wmem_max, narrow;
+	bool want;
+} sndbuf_wide_cases[] = {
+	{ 4 << 20, false, 212992, 4 << 20, false },	/* defaults: wmem_max caps it */
+	{ 4 << 20, false, 4 << 20, 4 << 20, true },	/* 8 MiB past 4 MiB */
+	{ 2 << 20, false, 4 << 20, 4 << 20, false },	/* exactly tcp_wmem[2] */
+	{ (2 << 20) + 1, false, 4 << 20, 4 << 20, true },
+	{ -1, false, 4 << 20, 4 << 20, true },		/* negative: huge, so wmem_max */
+	{ -1, true, 4 << 20, 4 << 20, false },		/* forced negative: 0 */
+	{ 8 << 20, true, 212992, 4 << 20, true },	/* forced past wmem_max */
+	{ 1LL << 40, true, 212992, 4 << 20, true },	/* INT_MAX at most */
+	{ 65536, true, 212992, 4 << 20, false },
+};
+
 static void check_bounded_cases(void)
 {
+	for (size_t i = 0; i < sizeof(sndbuf_wide_cases) / sizeof(sndbuf_wide_cases[0]); i++) {
+		const struct sndbuf_wide_case *k = &sndbuf_wide_cases[i];
+
+		EXPECT_EQ(tcpbuf_sndbuf_wide(k->val, k->force, k->wmem_max, k->narrow), k->want);
+	}
 	for (size_t i = 0; i < sizeof(writer_ceiling_cases) / sizeof(writer_ceiling_cases[0]); i++)
 		EXPECT_EQ(tcpbuf_writer_ceiling(writer_ceiling_cases[i].a, writer_ceiling_cases[i].b),
 			  writer_ceiling_cases[i].want);

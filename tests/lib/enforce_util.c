@@ -899,9 +899,14 @@ long writer_ceiling(void)
 	return tcp_wmem2 > 2 * wmem_max ? tcp_wmem2 : 2 * wmem_max;
 }
 
+long narrow_writer_ceiling(void)
+{
+	return sysctl_field("/proc/sys/net/ipv4/tcp_wmem", 2);
+}
+
 long bounded_limit(void)
 {
-	long c = 4 * writer_ceiling();
+	long c = 4 * narrow_writer_ceiling();
 
 	return c > 16 * MIB ? c : 16 * MIB;
 }

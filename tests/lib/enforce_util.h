@@ -144,9 +144,12 @@ long sysctl_field(const char *path, int field);
 /* The largest sk_sndbuf a socket reaches without SO_SNDBUFFORCE, by the
  * kernel's rules: autotuning up to tcp_wmem[2], SO_SNDBUF twice wmem_max. */
 long writer_ceiling(void);
-/* A limit under which one connection (both ends inside) can be bounded
- * (sampled mode): 16 MiB, or four writers' ceilings where those are larger
- * (the guard keeps two of them below max). Bytes. */
+/* The narrow one, tcp_wmem[2]: what a cgroup's guard keeps while none of its
+ * writers set SO_SNDBUF past it (tcpbuf_sndbuf_wide()). */
+long narrow_writer_ceiling(void);
+/* A limit under which one connection (both ends inside, no SO_SNDBUF) can
+ * be bounded (sampled mode): 16 MiB, or four narrow writers' ceilings where
+ * those are larger (the guard keeps two of them below max). Bytes. */
 long bounded_limit(void);
 void limits_remove(const char *path);
 /* Main config: DropInDir = daemon_confdir(), sampling every sample_ms, the
