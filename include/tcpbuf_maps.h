@@ -12,7 +12,7 @@
 #include <linux/types.h>
 #endif
 
-#define TCPBUF_LAYOUT_VERSION	19
+#define TCPBUF_LAYOUT_VERSION	20
 
 /*
  * A socket charges its own cgroup and its limited ancestors, however far
