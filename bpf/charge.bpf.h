@@ -197,34 +197,43 @@ static __always_inline void wide_writers_count(struct cgroup_usage *u, __s64 now
 		u->established.wide_writers = 0;
 }
 
-/* Sampled mode: the sk_rcvbuf a bounded cgroup's sockets may have (bytes,
- * loader_bounded_rcvbuf(); tcpbuf_bounded()); 0, never bounded. */
+/* Sampled mode: the least share of sk_rcvbuf a bounded cgroup's sockets get
+ * (bytes, loader_bounded_rcvbuf(); tcpbuf_bounded_share()); 0, never
+ * bounded. */
 const volatile __u32 near_guard_bounded_rcvbuf = 0;
 
-/* Whether a dormant cgroup with @sockets is bounded (tcpbuf_bounded()). */
-static __always_inline bool near_bounded(__s64 sockets, __u64 pressure_pages, __u64 max_pages,
-					 __u64 writer_pages)
+/* The guard of a cgroup with @sockets and these thresholds, as followed or
+ * (@bounded) as bounded (tcpbuf_near_guard_writers()). */
+static __always_inline __s64 near_guard_of(__u64 pressure_pages, __u64 max_pages, __s64 sockets,
+					   __u64 writer_pages, bool bounded)
 {
-	if (!near_guard_bounded_rcvbuf || !near_guard_growth)
-		return false;
-	return tcpbuf_bounded(sockets, tcpbuf_bounded_sock_pages(near_guard_bounded_rcvbuf),
-			      tcpbuf_near_guard_writers(tcpbuf_near_guard(pressure_pages, max_pages,
-									  sockets,
-									  near_guard_growth),
-							pressure_pages, max_pages, sockets,
-							writer_pages));
+	return tcpbuf_near_guard_writers(tcpbuf_near_guard(pressure_pages, max_pages, sockets,
+							   near_guard_growth),
+					 pressure_pages, max_pages, sockets, writer_pages, bounded);
 }
 
-/* Whether a socket's buffers are still within what bounded assumed: past
- * tcp_wmem[2] only by SO_SNDBUF, which made its cgroup's guard the wide
- * one. */
-static __always_inline bool sock_bounded_ok(const struct sock *sk)
+/* The sk_rcvbuf each socket of a dormant cgroup with @sockets may have while
+ * it is bounded, 0 if it cannot be (tcpbuf_bounded_share()). */
+static __always_inline __s64 near_bounded_share(__s64 sockets, __u64 pressure_pages,
+						__u64 max_pages, __u64 writer_pages)
+{
+	if (!near_guard_bounded_rcvbuf || !near_guard_growth)
+		return 0;
+	return tcpbuf_bounded_share(sockets, near_guard_of(pressure_pages, max_pages, sockets,
+							   writer_pages, true),
+				    near_guard_bounded_rcvbuf);
+}
+
+/* Whether a socket's buffers are still within what bounded assumed: its
+ * sk_rcvbuf within @share, its sk_sndbuf past tcp_wmem[2] only by
+ * SO_SNDBUF, which made its cgroup's guard the wide one. */
+static __always_inline bool sock_bounded_ok(const struct sock *sk, __s64 share)
 {
 	__u8 locks = BPF_CORE_READ_BITFIELD(sk, sk_userlocks);
 	__u32 writer = locks & TCPBUF_SNDBUF_LOCK ? near_guard_wide_writer_pages
 						  : near_guard_writer_pages;
 
-	return tcpbuf_bounded_sock_ok(sk->sk_rcvbuf, sk->sk_sndbuf, near_guard_bounded_rcvbuf,
+	return tcpbuf_bounded_sock_ok(sk->sk_rcvbuf, sk->sk_sndbuf, share,
 				      (__s64)writer << TCPBUF_PAGE_SHIFT);
 }
 
@@ -239,18 +248,17 @@ static __always_inline void bounded_epoch_bump(void)
 }
 
 /* Whether a cgroup near by its sockets' reach is dormant (@dormant before)
- * at @usage with @sockets and its thresholds (never with no growth). */
-static __always_inline bool near_dormant_next(__u32 dormant, __s64 usage, __u64 pressure_pages,
-					      __u64 max_pages, __s64 sockets, __u64 writer_pages)
+ * at @usage with @sockets and its thresholds, @bounded or followed (never
+ * with no growth). */
+static __always_inline bool near_dormant_next(__u32 dormant, bool bounded, __s64 usage,
+					      __u64 pressure_pages, __u64 max_pages, __s64 sockets,
+					      __u64 writer_pages)
 {
 	if (!near_guard_growth)
 		return false;
 	return tcpbuf_dormant_next(dormant, usage,
-				   tcpbuf_near_guard_writers(tcpbuf_near_guard(pressure_pages, max_pages,
-									       sockets,
-									       near_guard_growth),
-							     pressure_pages, max_pages, sockets,
-							     writer_pages));
+				   near_guard_of(pressure_pages, max_pages, sockets, writer_pages,
+						 bounded));
 }
 
 /*
@@ -302,7 +310,8 @@ static __always_inline void near_guard_update(__u64 id, struct cgroup_usage *u, 
 
 	if (!near_guard_growth || !(u->established.near | dormant))
 		return;
-	want = near_dormant_next(dormant, now, u->limits.pressure_pages, u->limits.max_pages,
+	want = near_dormant_next(dormant, dormant & TCPBUF_DORMANT_BOUNDED, now,
+				 u->limits.pressure_pages, u->limits.max_pages,
 				 u->established.sockets, guard_writer_pages(u));
 	/* The turn in a frame of its own: the chargers' stacks have no room
 	 * for it. */

@@ -212,10 +212,10 @@ static __always_inline __s64 footprint_with_pages(const struct sock *sk, __s64 b
 }
 
 /*
- * Bounded (sampled mode, tcpbuf_bounded()): the socket's verdict says every
- * limited level of its was bounded or far at this epoch, and its buffers
- * are still within the bound, so nothing this segment brings can matter:
- * told with plain loads, no helper call.
+ * Bounded (sampled mode, tcpbuf_bounded_share()): the socket's verdict says
+ * every limited level of its was bounded or far at this epoch, and its
+ * buffers are still within the share its look found, so nothing this
+ * segment brings can matter: told with plain loads, no helper call.
  */
 static __always_inline bool ingress_bounded(const struct sock *sk, struct tcpbuf_enforce_ctl *ctl)
 {
@@ -228,20 +228,23 @@ static __always_inline bool ingress_bounded(const struct sock *sk, struct tcpbuf
 		return false;
 	v.word = p->verdict.word;
 	return (v.bits & TCPBUF_V_BOUNDED) && v.epoch == *(volatile __u32 *)&ctl->epoch &&
-	       sock_bounded_ok(sk);
+	       sock_bounded_ok(sk, p->bounded_rcvbuf);
 }
 
 struct bounded_walk {
 	struct ancestry a;
-	__u32 ok;	/* the socket's buffers are within the bound */
+	__s64 rcvbuf;	/* the socket's sk_rcvbuf */
+	__u32 snd_ok;	/* its sk_sndbuf is within the writers' ceiling */
 	__u32 bounded;	/* every limited level bounded or far */
 	__u32 left;	/* levels this look took out of bounded */
+	__u32 share;	/* the smallest share of its bounded levels */
 };
 
 static long bounded_walk_level(__u64 i, void *ctx)
 {
 	struct bounded_walk *w = ctx;
 	struct cgroup_usage *u;
+	__s64 share;
 	__u32 d;
 	__u64 id;
 
@@ -251,16 +254,24 @@ static long bounded_walk_level(__u64 i, void *ctx)
 	if (!usage_limited(u))
 		return 0;
 	d = u->established.dormant;
-	if (u->established.near & 1 || (d && !(d & TCPBUF_DORMANT_BOUNDED))) {
-		w->bounded = 0;
+	if (u->established.near & 1 || !(d & TCPBUF_DORMANT_BOUNDED)) {
+		if (u->established.near & 1 || d)
+			w->bounded = 0;
 		return 0;
 	}
-	/* Its buffers grew past the bound: the level is followed from now
-	 * on (the daemon links the samplers; this and the next segments are
-	 * charged here meanwhile). More than one socket for the event, so
-	 * the daemon is woken and sweeps. */
-	if (!w->ok && (d & TCPBUF_DORMANT_BOUNDED) &&
-	    dormant_swap(&u->established, d, d & ~TCPBUF_DORMANT_BOUNDED)) {
+	share = near_bounded_share(u->established.sockets, u->limits.pressure_pages,
+				   u->limits.max_pages, guard_writer_pages(u));
+	if (w->snd_ok && share > 0 && w->rcvbuf <= share) {
+		if (share < w->share)
+			w->share = share;
+		return 0;
+	}
+	/* Its buffers grew past the level's share: the level is followed
+	 * from now on (the daemon links the samplers; this and the next
+	 * segments are charged here meanwhile). More than one socket for
+	 * the event, so the daemon is woken and sweeps. */
+	w->bounded = 0;
+	if (dormant_swap(&u->established, d, d & ~TCPBUF_DORMANT_BOUNDED)) {
 		w->left++;
 		near_event(id, u->established.sockets > 1 ? u->established.sockets : 2,
 			   u->established.near, TCPBUF_NEAR_DORMANT);
@@ -268,18 +279,24 @@ static long bounded_walk_level(__u64 i, void *ctx)
 	return 0;
 }
 
-/* Whether the followed socket of @sc is bounded (@ok: its buffers are
- * within the bound); if not @ok, takes its bounded levels out of it.
- * Global: checked once, apart from ingress's own walk. */
-__noinline int bounded_look(struct sock_charge *sc, int ok)
+/* Whether the followed socket of @sc, whose sk_rcvbuf is @rcvbuf and whose
+ * sk_sndbuf is within the writers' ceiling or not (@snd_ok), is bounded,
+ * with the share its levels give it noted in @sc; takes the levels whose
+ * share its buffers passed out of bounded. Global: checked once, apart from
+ * ingress's own walk. */
+__noinline int bounded_look(struct sock_charge *sc, __s64 rcvbuf, int snd_ok)
 {
-	struct bounded_walk w = { .a.sc = sc, .ok = !!ok, .bounded = !!ok };
+	struct bounded_walk w = { .a.sc = sc, .rcvbuf = rcvbuf, .snd_ok = !!snd_ok, .bounded = 1,
+				  .share = TCPBUF_BOUNDED_SHARE_MAX };
 
 	if (!sc)
 		return 0;
 	bpf_loop(TCPBUF_MAX_DEPTH, bounded_walk_level, &w, 0);
 	if (w.left)
 		bounded_epoch_bump();
+	/* Before the verdict that says bounded is stored, so ingress never
+	 * pairs that verdict with an older, wider share. */
+	sc->bounded_rcvbuf = w.bounded ? w.share : 0;
 	return w.bounded;
 }
 
@@ -350,12 +367,13 @@ static __always_inline int ingress_check(struct __sk_buff *skb, __s64 truesize)
 	 * level enters bounded), or no longer (its buffers grew past the
 	 * bound since a look found it bounded). */
 	if (near_guard_bounded_rcvbuf && (sc->enforce.flags & TCPBUF_SE_FOLLOWED)) {
-		bool ok = sock_bounded_ok(sk), was = v.bits & TCPBUF_V_BOUNDED;
+		bool ok = sock_bounded_ok(sk, sc->bounded_rcvbuf), was = v.bits & TCPBUF_V_BOUNDED;
 
 		if (!tcpbuf_verdict_valid(&v, epoch, TCPBUF_VERDICT_NO_CLOCK,
 					  TCPBUF_V_BOUND_LOOKED) ||
 		    (!ok && was)) {
-			bool bounded = bounded_look(sc, ok);
+			bool bounded = bounded_look(sc, sk->sk_rcvbuf,
+						    sock_bounded_ok(sk, TCPBUF_BOUNDED_SHARE_MAX));
 
 			nv = tcpbuf_verdict_with(v, epoch, TCPBUF_V_BOUND_LOOKED |
 						 (bounded ? TCPBUF_V_BOUNDED : 0),

@@ -293,22 +293,30 @@ __noinline int crowded_bit(__u32 near, __s64 sockets, __u64 pressure_pages, __u6
 				   max_pages) ? TCPBUF_NEAR_CROWDED : 0;
 }
 
-/* near_bounded() of the cgroup of @u, global for the same reason. */
-__noinline int bounded_next(struct cgroup_usage *u)
+/* Whether the cgroup of @u is dormant and bounded (near_bounded_share(),
+ * and under its bounded guard), bounded before or not (@dormant); global
+ * for the same reason. */
+__noinline int bounded_next(struct cgroup_usage *u, __u32 dormant)
 {
+	__s64 sockets, writer;
+
 	if (!u)
 		return 0;
-	return near_bounded(u->established.sockets, u->limits.pressure_pages, u->limits.max_pages,
-			    guard_writer_pages(u));
+	sockets = u->established.sockets;
+	writer = guard_writer_pages(u);
+	return near_bounded_share(sockets, u->limits.pressure_pages, u->limits.max_pages,
+				  writer) > 0 &&
+	       near_dormant_next(dormant, true, u->usage_pages, u->limits.pressure_pages,
+				 u->limits.max_pages, sockets, writer);
 }
 
 /* near_dormant_next() of the cgroup of @u, dormant before or not
- * (@dormant), global for the same reason. */
+ * (@dormant), followed (not bounded), global for the same reason. */
 __noinline int dormant_next(struct cgroup_usage *u, __u32 dormant)
 {
 	if (!u)
 		return 0;
-	return near_dormant_next(dormant, u->usage_pages, u->limits.pressure_pages,
+	return near_dormant_next(dormant, false, u->usage_pages, u->limits.pressure_pages,
 				 u->limits.max_pages, u->established.sockets,
 				 guard_writer_pages(u));
 }
@@ -332,15 +340,17 @@ static __always_inline __u32 near_decide(struct cgroup_usage *u, bool grew)
 
 	counted = tcpbuf_near_next(cs->near | cs->dormant, cs->sockets, sock_bound_pages,
 				   u->limits.pressure_pages, u->limits.max_pages);
-	want = counted && dormant_next(u, cs->dormant);
 	/* Bounded is entered only as a socket is counted (its buffers are
 	 * the ones it starts with; the epoch's bump below makes every other
 	 * socket's ingress look again, and one whose buffers grew takes the
 	 * level out at once), and kept while the count fits: a level that
-	 * left it stays followed until its count changes. */
-	if (want && (grew || (cs->dormant & TCPBUF_DORMANT_BOUNDED)) &&
-	    bounded_next(u))
-		want |= TCPBUF_DORMANT_BOUNDED;
+	 * left it stays followed until its count changes. Followed
+	 * otherwise, where its guard allows. */
+	if (counted && (grew || (cs->dormant & TCPBUF_DORMANT_BOUNDED)) &&
+	    bounded_next(u, cs->dormant))
+		want = 1 | TCPBUF_DORMANT_BOUNDED;
+	else
+		want = counted && dormant_next(u, cs->dormant);
 	/* A concurrent count decides the same from the same. Stored
 	 * before the epoch moves, so an ingress look begun at the old
 	 * epoch notes nothing that holds at the new one. Going near,
@@ -353,6 +363,10 @@ static __always_inline __u32 near_decide(struct cgroup_usage *u, bool grew)
 		dormant_swap(cs, was, want);
 		if ((want ^ was) & TCPBUF_DORMANT_BOUNDED)
 			bounded_epoch_bump();
+	} else if (grew && (want & TCPBUF_DORMANT_BOUNDED)) {
+		/* One socket more: every socket's share is smaller, so each
+		 * looks again at its next segment. */
+		bounded_epoch_bump();
 	}
 	if (!counted || want)
 		return 0;

@@ -12,7 +12,7 @@
 #include <linux/types.h>
 #endif
 
-#define TCPBUF_LAYOUT_VERSION	20
+#define TCPBUF_LAYOUT_VERSION	21
 
 /*
  * A socket charges its own cgroup and its limited ancestors, however far
@@ -70,7 +70,7 @@ struct cgroup_sockets {
 	__s64 senders;
 	__u32 near;	/* bit 0 near (tcpbuf_near_next()), bit 1 crowded (tcpbuf_crowded_next()) */
 	__u32 dormant;	/* near by its sockets, but under its guard (tcpbuf_near_guard());
-			 * TCPBUF_DORMANT_BOUNDED set: bounded too (tcpbuf_bounded()) */
+			 * TCPBUF_DORMANT_BOUNDED set: bounded too (tcpbuf_bounded_share()) */
 	__u32 crowd_ms;	/* when it last turned crowded (CLOCK_MONOTONIC, ms, wraps) */
 	__u32 syn_drops;	/* SYNs its listeners' ingress dropped while it was newly
 				 * crowded (enforce_crowd.bpf.h) */
@@ -157,7 +157,7 @@ struct sock_enforce {
 					 * reason for a new pass */
 #define TCPBUF_V_CLEAR		8	/* ingress: every limited level below its watch point */
 #define TCPBUF_V_BOUNDED	16	/* ingress: every limited level bounded or far (sampled mode,
-					 * tcpbuf_bounded()) */
+					 * tcpbuf_bounded_share()) */
 #define TCPBUF_V_BOUND_LOOKED	32	/* ingress: asked whether it is bounded at this epoch */
 
 /*
@@ -219,9 +219,15 @@ struct sock_charge {
 	 */
 	__u64 ancestors[TCPBUF_MAX_DEPTH];
 	__u32 level;		/* level of the socket's own cgroup (ancestors[0]) */
-	/* Exact mode: of charged_pages, those the kernel gave back that the
-	 * cgroups still hold (charge.bpf.h, "kept pages"). */
-	__u32 kept_pages;
+	union {
+		/* Exact mode: of charged_pages, those the kernel gave back
+		 * that the cgroups still hold (charge.bpf.h, "kept pages"). */
+		__u32 kept_pages;
+		/* Sampled mode: the sk_rcvbuf its bounded levels leave it,
+		 * as its last look found (tcpbuf_bounded_share(); 0: look
+		 * again). */
+		__u32 bounded_rcvbuf;
+	};
 	/* The cgroup charged (the socket's own), written last: once it is
 	 * set, so is the rest (levels 0: a socket of the root cgroup). */
 	__u64 cgroup_id;

@@ -312,20 +312,22 @@ TCPBUF_POLICY bool tcpbuf_dormant_next(bool dormant, __s64 usage_pages, __s64 gu
  * must fit between the guard and max (the threshold without one), where
  * ingress refuses the receive side; and only one connection's pair is
  * followed (TCPBUF_FOLLOW_SOCKETS), since sockets counted later are capped
- * from shares that cannot see the followed ones' queues coming.
+ * from shares that cannot see the followed ones' queues coming. A @bounded
+ * cgroup follows none of its sockets (tcpbuf_bounded_share()), so it may
+ * count any number.
  * @writer_pages 0: @guard as it is (exact mode sees charges as they come).
  */
 #define TCPBUF_FOLLOW_SOCKETS	2
 
 TCPBUF_POLICY __s64 tcpbuf_near_guard_writers(__s64 guard, __u64 pressure_pages, __u64 max_pages,
-					      __s64 sockets, __u64 writer_pages)
+					      __s64 sockets, __u64 writer_pages, bool bounded)
 {
 	__s64 top = (__s64)(max_pages ? max_pages : pressure_pages);
 	__s64 room = top - (sockets > 0 ? sockets : 0) * (__s64)writer_pages;
 
 	if (!writer_pages)
 		return guard;
-	if (sockets > TCPBUF_FOLLOW_SOCKETS)
+	if (sockets > TCPBUF_FOLLOW_SOCKETS && !bounded)
 		return 0;
 	if (guard <= room)
 		return guard;
@@ -339,31 +341,37 @@ TCPBUF_POLICY __s64 tcpbuf_near_guard_writers(__s64 guard, __u64 pressure_pages,
  * each socket's largest sk_sndbuf below max; what is left is the receive
  * side: a receiver queues at most its sk_rcvbuf and one skb more, a writer
  * one skb past its sk_sndbuf, and each keeps a page of forward allocation
- * (TCPBUF_BOUNDED_SLACK_PAGES). @sock_pages is that bound for a socket whose
- * sk_rcvbuf is at most the bounded size (tcpbuf_bounded_sock_pages() of
- * tcpbuf_bounded_rcvbuf(), below); ingress
- * checks every segment's socket is still within it (tcpbuf_bounded_sock_ok()),
- * since only a segment that passes ingress can queue beyond it, and leaves
- * bounded otherwise. @sock_pages 0: never bounded.
+ * (TCPBUF_BOUNDED_SLACK_PAGES). So each of @sockets may have an equal share
+ * of the guard less that slack as its sk_rcvbuf: the bytes returned, or 0
+ * (not bounded) where that share is under @least, the host's bounded size
+ * (tcpbuf_bounded_rcvbuf(); 0: never bounded). A share follows the count:
+ * a connection more narrows every socket's. Ingress checks every segment's
+ * socket is still within its share (tcpbuf_bounded_sock_ok()), since only a
+ * segment that passes ingress can queue beyond it, and leaves bounded
+ * otherwise.
  */
 #define TCPBUF_BOUNDED_SLACK_PAGES	35	/* two 64 KiB skbs with overhead, one page */
+#define TCPBUF_BOUNDED_SHARE_MAX	(1LL << 30)	/* sk_rcvbuf is an int */
 
-TCPBUF_POLICY __u64 tcpbuf_bounded_sock_pages(__u64 rcvbuf_bytes)
+TCPBUF_POLICY __s64 tcpbuf_bounded_share(__s64 sockets, __s64 guard_pages, __s64 least)
 {
-	if (!rcvbuf_bytes)
+	__s64 pages, bytes;
+
+	if (sockets <= 0 || guard_pages <= 0 || least <= 0)
 		return 0;
-	return ((rcvbuf_bytes + TCPBUF_PAGE_SIZE - 1) >> TCPBUF_PAGE_SHIFT) +
-	       TCPBUF_BOUNDED_SLACK_PAGES;
-}
-
-TCPBUF_POLICY bool tcpbuf_bounded(__s64 sockets, __u64 sock_pages, __s64 guard_pages)
-{
-	return sockets > 0 && sockets <= TCPBUF_FOLLOW_SOCKETS && sock_pages &&
-	       (__s64)((__u64)sockets * sock_pages) < guard_pages;
+	/* Strictly under the guard: sockets x (share + slack) < guard. */
+	pages = (guard_pages - 1) / sockets - TCPBUF_BOUNDED_SLACK_PAGES;
+	if (pages <= 0)
+		return 0;
+	bytes = pages > TCPBUF_BOUNDED_SHARE_MAX >> TCPBUF_PAGE_SHIFT
+			? TCPBUF_BOUNDED_SHARE_MAX
+			: pages << TCPBUF_PAGE_SHIFT;
+	return bytes >= least ? bytes : 0;
 }
 
 /* Whether a socket's buffers are still those bounded assumed: sk_rcvbuf at
- * most @rcvbuf_bound (autotuning, SO_RCVBUF and tcpbufd's own caps raise it),
+ * most @rcvbuf_bound, its share (autotuning, SO_RCVBUF and tcpbufd's own
+ * caps raise it),
  * sk_sndbuf at most the writers' ceiling the guard keeps below max
  * (tcpbuf_writer_ceiling(); SO_SNDBUFFORCE reaches past it). */
 TCPBUF_POLICY bool tcpbuf_bounded_sock_ok(__s64 rcvbuf, __s64 sndbuf, __s64 rcvbuf_bound,
@@ -405,12 +413,12 @@ TCPBUF_POLICY bool tcpbuf_sndbuf_wide(__s64 val, bool force, __s64 wmem_max, __s
 }
 
 /*
- * The sk_rcvbuf a bounded cgroup's sockets may have (bytes; 0: never
- * bounded): TCPBUF_BOUNDED_RCVBUF, or tcp_rmem[1] where that is larger, but
- * no more than any socket reaches without SO_RCVBUFFORCE (autotuning stops
- * at tcp_rmem[2], SO_RCVBUF at twice rmem_max): a bound no socket can pass
- * costs nothing to keep lower. One constant for the host rather than one
- * per cgroup from its guard, so ingress checks it with plain loads.
+ * The least share of sk_rcvbuf a bounded cgroup's sockets get (bytes; 0:
+ * never bounded, tcpbuf_bounded_share()): TCPBUF_BOUNDED_RCVBUF, or
+ * tcp_rmem[1] where that is larger, but no more than any socket reaches
+ * without SO_RCVBUFFORCE (autotuning stops at tcp_rmem[2], SO_RCVBUF at
+ * twice rmem_max): a cgroup whose guard gives less is followed instead,
+ * since its sockets would leave bounded as they start.
  * Examples: 131072, 6 MiB, 212992: 1 MiB; 131072, 256 KiB, 64 KiB: 256 KiB.
  */
 #define TCPBUF_BOUNDED_RCVBUF	(1 << 20)	/* 8 x a 128 KiB tcp_rmem[1]: a request/
@@ -463,7 +471,7 @@ TCPBUF_POLICY bool tcpbuf_crowded_next(bool crowded, __s64 sockets, __u64 pressu
  * is dormant (tcpbuf_near_guard()). */
 #define TCPBUF_NEAR_DORMANT	4
 /* Beside it, in a walk's answer and a near event: the dormant level is
- * bounded too (tcpbuf_bounded(); cgroup_sockets.dormant bit 1). */
+ * bounded too (tcpbuf_bounded_share(); cgroup_sockets.dormant bit 1). */
 #define TCPBUF_NEAR_BOUNDED	8
 
 /*

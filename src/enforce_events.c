@@ -211,7 +211,7 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 		err = near_links(e, true);
 	}
 	/* A cgroup bounded now, or no longer: the samplers follow only those
-	 * that are not (tcpbuf_bounded()). */
+	 * that are not (tcpbuf_bounded_share()). */
 	if (e->near == 1 && (near_up || e->far_seen))
 		err = samplers_sync(e) ?: err;
 	if ((e->far_seen || lost) && e->near == 1 && !e->hold.armed) {

@@ -372,7 +372,7 @@ bool near_any(struct enforcer *e)
 }
 
 /* The samplers follow sockets: wanted while some limited cgroup is near, or
- * dormant without being bounded too (sampled mode, tcpbuf_bounded(): its
+ * dormant without being bounded too (sampled mode, tcpbuf_bounded_share(): its
  * ingress sees each segment that could take it past its bound). */
 bool samplers_wanted(struct enforcer *e)
 {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * A bounded cgroup (sampled mode, tcpbuf_bounded() in include/tcpbuf_policy.h:
+ * A bounded cgroup (sampled mode, tcpbuf_bounded_share() in include/tcpbuf_policy.h:
  * dormant, and its sockets' buffers cannot reach its guard, so nothing
  * follows them but ingress's early exit) leaves bounded at the first segment
  * its sockets' grown buffers could use, and still holds max. 16 MiB (or
@@ -8,10 +8,12 @@
  * cgroup) each time, made while bounded (cgroup_sockets.dormant == 3 once it
  * carried a transaction):
  *   1. the reader's rcvbuf grows by autotuning past the bounded size (a bulk
- *      transfer read as it comes, up to 10 s): no longer bounded;
- *   2. SO_RCVBUF of 1 MiB on the reader, then one byte: no longer bounded if
- *      the kernel gave it more than the bounded size (tcpbuf_bounded_rcvbuf(),
- *      1 MiB), still bounded where rmem_max keeps it within (defaults);
+ *      transfer read as it comes, up to 10 s), under the smallest limit that
+ *      leaves the pair bounded (its least share): no longer bounded;
+ *   2. SO_RCVBUF of the bounded size on the reader, then one byte: no longer
+ *      bounded if the kernel gave it more than that (its share of the guard,
+ *      tcpbuf_bounded_share()), still bounded where rmem_max keeps it within
+ *      (defaults);
  *   3. SO_SNDBUF of wmem_max on the writer, then one transaction: still
  *      bounded (the writers' ceiling covers what SO_SNDBUF gives, twice
  *      wmem_max, as well as autotuning's tcp_wmem[2]); SO_SNDBUFFORCE past
@@ -23,6 +25,9 @@
  *      1.05 x max (what the sockets held while bounded is charged as they
  *      leave it, not when the samplers come), and every byte arrives once
  *      it reads again.
+ *   6. four connections in a cgroup whose guard gives each of their eight
+ *      sockets a share of at least the bounded size: bounded as each is
+ *      counted; SO_RCVBUFFORCE on one reader, which stalls: as in 4.
  * On kernels from 6.11 (dormancy); skipped in exact mode (nothing is
  * followed there).
  */
@@ -154,17 +159,16 @@ static void pair_bounded(int *c, int *s, const char *what, int wide)
 }
 
 /* Whether a connection's two sockets whose writers reach @writer bytes
- * leave a cgroup of Limit=@limit bounded (tcpbuf_bounded()). */
+ * leave a cgroup of Limit=@limit bounded (tcpbuf_bounded_share()). */
 static bool bounded_for(long limit, long writer)
 {
-	struct tcpbuf_thresholds t = tcpbuf_thresholds_of(PAGES(limit), 0, 0);
-	long rcv = tcpbuf_bounded_rcvbuf(sysctl_field("/proc/sys/net/ipv4/tcp_rmem", 1),
-					 sysctl_field("/proc/sys/net/ipv4/tcp_rmem", 2),
-					 sysctl_field("/proc/sys/net/core/rmem_max", 0));
-	__s64 guard = tcpbuf_near_guard(t.pressure, t.max, 2, TCPBUF_GUARD_GROWTH_PAGES);
+	return bounded_share_for(limit, 2, writer) > 0;
+}
 
-	guard = tcpbuf_near_guard_writers(guard, t.pressure, t.max, 2, writer >> TCPBUF_PAGE_SHIFT);
-	return tcpbuf_bounded(2, tcpbuf_bounded_sock_pages(rcv), guard);
+/* The sk_rcvbuf each socket of one connection may have while bounded. */
+static long pair_share(long limit)
+{
+	return bounded_share_for(limit, 2, narrow_writer_ceiling());
 }
 
 static void pair_close(int c, int s)
@@ -269,12 +273,21 @@ int main(void)
 	 * comes, until its sk_rcvbuf passes the bounded size (a loaded machine
 	 * autotunes later than a quiet one) and for 200 ms more: bounded is
 	 * left at a segment the grown buffer could hold. */
-	pair_bounded(&c, &s, "autotuning", 0);
 	{
 		static char buf[1 << 16];
-		long bound = tcpbuf_bounded_rcvbuf(sysctl_field("/proc/sys/net/ipv4/tcp_rmem", 1),
-						   sysctl_field("/proc/sys/net/ipv4/tcp_rmem", 2),
-						   sysctl_field("/proc/sys/net/core/rmem_max", 0));
+		const char *g = cg;
+		long la = PAGES(8 * MIB), bound;
+
+		/* The smallest limit that leaves the pair bounded, so that its
+		 * share is the least one, which autotuning passes soonest. */
+		while (la < PAGES(limit) && pair_share(la * 4096) <= 0)
+			la++;
+		cg = cg_create("a");
+		limits_write(cg, la, 0, 0, 0);
+		ASSERT_OK(daemon_reload_until(cg, la, 5000));
+		bound = pair_share(la * 4096);
+		test_log("autotuning: limit %ld pages, a socket's share %ld bytes", la, bound);
+		pair_bounded(&c, &s, "autotuning", 0);
 		double t0 = now_sec(), grown = 0;
 		pid_t w = fork();
 
@@ -301,18 +314,17 @@ int main(void)
 		expect_bounded("autotuning", false);
 		kill(w, SIGKILL);
 		waitpid(w, NULL, 0);
+		pair_close(c, s);
+		cg = g;
 	}
-	pair_close(c, s);
 
 	/* 2. SO_RCVBUF: past the bounded size only if rmem_max lets it. */
 	pair_bounded(&c, &s, "SO_RCVBUF", 0);
-	v = 1 << 20;
+	v = (int)pair_share(limit);	/* doubled by the kernel, if rmem_max lets it */
 	ASSERT_OK(setsockopt(s, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v)));
 	rr(c, s, 1);
 	{
-		long bound = tcpbuf_bounded_rcvbuf(sysctl_field("/proc/sys/net/ipv4/tcp_rmem", 1),
-						   sysctl_field("/proc/sys/net/ipv4/tcp_rmem", 2),
-						   sysctl_field("/proc/sys/net/core/rmem_max", 0));
+		long bound = pair_share(limit);
 
 		test_log("SO_RCVBUF: sk_rcvbuf %d, bounded size %ld", buf_of(s, SO_RCVBUF), bound);
 		expect_bounded("SO_RCVBUF", buf_of(s, SO_RCVBUF) <= bound);
@@ -364,7 +376,7 @@ int main(void)
 			 "sock_diag, usage %lld", dormant_of(), (unsigned long long)k.pages,
 			 (long long)usage_entry().usage_pages);
 		ASSERT_OK(daemon_signal(SIGSTOP));
-		v = 1 << 20;
+		v = (int)pair_share(limit);	/* doubled: past the share */
 		ASSERT_OK(setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)));
 		/* A read opens the window: the writer's next segment finds the
 		 * reader past the bound, its ACK the writer out of bounded. */
@@ -388,6 +400,30 @@ int main(void)
 	ASSERT_OK(setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)));
 	stall_peak(c, s, limit, "SO_RCVBUFFORCE");
 	pair_close(c, s);
+
+	/* 6. Four connections bounded together, each socket within its share
+	 * of the guard; one forced past it stalls. */
+	{
+		long lm = 16 * MIB;
+		int c4[4], s4[4];
+
+		while (bounded_share_for(lm, 8, narrow_writer_ceiling()) <= 0 && lm < (1L << 36))
+			lm *= 2;
+		cg = cg_create("m");
+		limits_write(cg, PAGES(lm), 0, 0, 0);
+		ASSERT_OK(daemon_reload_until(cg, PAGES(lm), 5000));
+		test_log("four connections: limit %ld MiB, each socket's share %ld bytes", lm / MIB,
+			 bounded_share_for(lm, 8, narrow_writer_ceiling()));
+		for (int i = 0; i < 4; i++)
+			pair_bounded(&c4[i], &s4[i], "four connections", i == 3 ? (int)lm : 0);
+		v = (int)lm;	/* doubled by the kernel: twice max */
+		ASSERT_OK(setsockopt(s4[3], SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)));
+		stall_peak(c4[3], s4[3], lm, "four connections, SO_RCVBUFFORCE");
+		for (int i = 0; i < 4; i++) {
+			close(c4[i]);
+			close(s4[i]);
+		}
+	}
 
 	ASSERT_EQ(daemon_stop(), 0);
 	return test_done();

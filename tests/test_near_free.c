@@ -16,12 +16,17 @@
  *      case is not the one measured), and every byte arrived intact;
  *   5. (sampled mode) one TCP_RR connection in "r" (Limit=16M, or four
  *      writers' ceilings where SO_SNDBUF reaches past 4 MiB): bounded
- *      (tcpbuf_bounded(): its two sockets' buffers cannot reach the guard),
+ *      (tcpbuf_bounded_share(): its two sockets' buffers cannot reach the guard),
  *      so nothing follows it but ingress's early exit: over a second, the
  *      run_cnt of every program using the daemon's sock_charge map other
  *      than enforce_ingress and the passes over every socket of the host
  *      (reconcile, sweep) grows by less than one run per 50 transactions
  *      (followed, three samplers run 6), enforce_ingress's by at most 2.05;
+ *   6. (sampled mode) four streams in "m", whose limit's guard leaves each
+ *      of their eight sockets a share of sk_rcvbuf no autotuning passes
+ *      (bounded_limit_streams()): bounded too, no socket armed or sized,
+ *      the samplers unlinked, and over a second the same programs but
+ *      ingress run at most 200 times;
  *   4. then four connections in "s" (Limit=16M) whose receivers stall
  *      (their writers could queue 16 MiB): usage climbs to the guard, the charge that reaches
  *      it turns the cgroup near, and the sweep arms the eight sockets
@@ -369,6 +374,52 @@ int main(void)
 			 t > 0 ? (double)ingress_runs / t : -1.0);
 		EXPECT_LE((r1 - r0 - ingress_runs) * 50, t);
 		EXPECT_LE(ingress_runs * 100, t * 205);
+	}
+
+	/* 6. Four streams under a limit whose guard leaves each of their
+	 * sockets a share no receiver passes without SO_RCVBUFFORCE
+	 * (bounded_limit_streams()): bounded, so no size set and nothing
+	 * follows them but ingress's early exit. */
+	if (!strcmp(mode, "sampled")) {
+		const char *cm = cg_create("m");
+		long lm = bounded_limit_streams(4);
+		struct xload *l;
+		struct armed a;
+		int64_t r0, r1;
+		int stats, waited = 0;
+
+		limits_write(cm, PAGES(lm), 0, 0, 0);
+		ASSERT_OK(daemon_reload_until(cm, PAGES(lm), 5000));
+		l = xload_start(&(struct xload_opts){ .rx_cgroup = cm, .nconn = 4,
+						      .mode = XL_READ });
+		ASSERT_TRUE(l != NULL);
+		stats = bpf_enable_stats(BPF_STATS_RUN_TIME);
+		ASSERT_TRUE(stats >= 0);
+		msleep(500);
+		while (daemon_prog_run_cnt("send_length") >= 0 && waited < 3000) {
+			msleep(10);
+			waited += 10;
+		}
+		tcpbufd_ns = ingress_runs = 0;
+		r0 = tcpbufd_runs();
+		ingress_runs = -ingress_runs;
+		msleep(1000);
+		r1 = tcpbufd_runs();
+		close(stats);
+		a = armed_count(cm);
+		test_log("4 streams under %ld MiB: samplers unlinked after %d ms; %d of %d entries "
+			 "armed, %d sized, %d followed; in 1 s %" PRId64 " runs of tcpbufd's programs, "
+			 "%" PRId64 " of them enforce_ingress", lm / MIB, waited, a.armed, a.entries,
+			 a.sized, a.followed, r1 - r0, ingress_runs);
+		EXPECT_EQ(a.entries, 8);
+		EXPECT_EQ(a.armed, 0);
+		EXPECT_EQ(a.sized, 0);
+		EXPECT_LT(waited, 3000);
+		ASSERT_TRUE(r0 >= 0 && r1 >= r0);
+		EXPECT_LE(r1 - r0 - ingress_runs, 200);
+		ASSERT_OK(xload_quiesce(l));
+		EXPECT_OK(xload_finish(l, 60000, n.msg, sizeof(n.msg)));
+		xload_close(l);
 	}
 
 	/* 4. Out of dormancy when usage climbs (16 MiB). */

@@ -707,38 +707,43 @@ static const struct writers_case {
 	__u64 pressure, max;
 	__s64 sockets;
 	__u64 writer;
+	bool bounded;
 	__s64 want;
 } writers_cases[] = {
-	{ 2560, 3072, 4096, 2, 1024, 2048 },	/* 16 MiB, one connection: 8 MiB */
-	{ 2304, 3072, 4096, 3, 1024, 0 },	/* a second connection: never */
-	{ 2560, 3072, 4096, 2, 512, 2560 },	/* smaller queues: the guard */
-	{ 1024, 3072, 4096, 8, 1024, 0 },	/* four connections: never dormant */
-	{ 2560, 3072, 4096, 2, 0, 2560 },	/* exact mode: as it is */
-	{ 2560, 3072, 0, 2, 1024, 1024 },	/* pressure alone */
-	{ 100, 3072, 4096, 1, 1024, 100 },	/* the guard is lower already */
-	{ 3072, 3072, 4096, 0, 1024, 3072 },	/* no socket yet */
+	{ 2560, 3072, 4096, 2, 1024, false, 2048 },	/* 16 MiB, one connection: 8 MiB */
+	{ 2304, 3072, 4096, 3, 1024, false, 0 },	/* a second connection: never */
+	{ 2560, 3072, 4096, 2, 512, false, 2560 },	/* smaller queues: the guard */
+	{ 1024, 3072, 4096, 8, 1024, false, 0 },	/* four connections: never dormant */
+	{ 1024, 3072, 4096, 8, 1024, true, 0 },		/* bounded: their queues pass max */
+	{ 22528, 24576, 32768, 8, 1024, true, 22528 },	/* 128 MiB, four bounded: the guard */
+	{ 22528, 24576, 32768, 8, 1024, false, 0 },	/* the same followed: never */
+	{ 10240, 12288, 16384, 8, 1024, true, 8192 },	/* 64 MiB: the writers' room */
+	{ 2560, 3072, 4096, 2, 0, false, 2560 },	/* exact mode: as it is */
+	{ 2560, 3072, 0, 2, 1024, false, 1024 },	/* pressure alone */
+	{ 100, 3072, 4096, 1, 1024, false, 100 },	/* the guard is lower already */
+	{ 3072, 3072, 4096, 0, 1024, false, 3072 },	/* no socket yet */
 };
 
-/* Bounded: one RR connection's pair under 16 MiB (guard 2048 pages), pages. */
+/* tcpbuf_bounded_share(): a guard's equal share per socket, bytes. */
 static const struct bounded_case {
-	__s64 sockets;
-	__u64 rcvbuf;	/* bytes */
-	__s64 guard;
-	bool want;
+	__s64 sockets, guard, least, want;
 } bounded_cases[] = {
-	{ 2, 131072, 2048, true },	/* tcp_rmem[1]: 2 x 67 pages */
-	{ 1, 131072, 2048, true },
-	{ 3, 131072, 2048, false },	/* more than one connection's pair */
-	{ 0, 131072, 2048, false },	/* no socket: far, not bounded */
-	{ 2, 131072, 0, false },	/* not dormant at all */
-	{ 2, 131072, 134, false },	/* exactly at the guard */
-	{ 2, 131072, 135, true },
-	{ 2, 4 << 20, 2048, false },	/* 4 MiB receivers: 2 x 1059 */
-	{ 1, 4 << 20, 2048, true },
-	{ 2, 0, 2048, false },		/* no bounded size (exact mode) */
-	{ 2, 1 << 20, 2048, true },	/* the daemon's 1 MiB: 2 x 291 */
-	{ 2, 1 << 20, 582, false },
-	{ 2, 1 << 20, 583, true },
+	{ 2, 2048, 131072, 988 << 12 },		/* one RR pair under 16 MiB: 1023 - 35 */
+	{ 1, 2048, 131072, 2012 << 12 },
+	{ 3, 2048, 131072, 647 << 12 },		/* a second connection shares it */
+	{ 0, 2048, 131072, 0 },			/* no socket: far, not bounded */
+	{ 2, 0, 131072, 0 },			/* not dormant at all */
+	{ 2, 134, 131072, 0 },			/* 2 x (32 + 35) exactly at the guard */
+	{ 2, 135, 131072, 32 << 12 },
+	{ 2, 2048, 4 << 20, 0 },		/* 4 MiB wanted, 988 pages each */
+	{ 1, 2048, 4 << 20, 2012 << 12 },
+	{ 2, 2048, 0, 0 },			/* no bounded size (exact mode) */
+	{ 2, 582, 1 << 20, 0 },			/* the daemon's 1 MiB: 2 x 291 */
+	{ 2, 583, 1 << 20, 1 << 20 },
+	{ 8, 22528, 1 << 20, 2780 << 12 },	/* four streams under 128 MiB */
+	{ 8, 8192, 1 << 20, 988 << 12 },	/* under 64 MiB: under 4 MiB each */
+	{ 32, 8192, 1 << 20, 0 },		/* sixteen connections there: 220 pages */
+	{ 1, 1LL << 40, 1 << 20, 1 << 30 },	/* at most 1 GiB: sk_rcvbuf is an int */
 };
 
 static const struct bounded_sock_case {
@@ -801,14 +806,10 @@ static void check_bounded_cases(void)
 
 		EXPECT_EQ(tcpbuf_bounded_rcvbuf(k->a, k->b, k->c), k->want);
 	}
-	EXPECT_EQ(tcpbuf_bounded_sock_pages(131072), 32 + TCPBUF_BOUNDED_SLACK_PAGES);
-	EXPECT_EQ(tcpbuf_bounded_sock_pages(131073), 33 + TCPBUF_BOUNDED_SLACK_PAGES);
-	EXPECT_EQ(tcpbuf_bounded_sock_pages(0), 0);
 	for (size_t i = 0; i < sizeof(bounded_cases) / sizeof(bounded_cases[0]); i++) {
 		const struct bounded_case *k = &bounded_cases[i];
 
-		EXPECT_EQ(tcpbuf_bounded(k->sockets, tcpbuf_bounded_sock_pages(k->rcvbuf), k->guard),
-			  k->want);
+		EXPECT_EQ(tcpbuf_bounded_share(k->sockets, k->guard, k->least), k->want);
 	}
 	for (size_t i = 0; i < sizeof(bounded_sock_cases) / sizeof(bounded_sock_cases[0]); i++) {
 		const struct bounded_sock_case *k = &bounded_sock_cases[i];
@@ -824,7 +825,7 @@ static void check_guard_cases(void)
 		const struct writers_case *k = &writers_cases[i];
 
 		EXPECT_EQ(tcpbuf_near_guard_writers(k->guard, k->pressure, k->max, k->sockets,
-						    k->writer), k->want);
+						    k->writer, k->bounded), k->want);
 	}
 	for (size_t i = 0; i < sizeof(follow_cases) / sizeof(follow_cases[0]); i++) {
 		const struct follow_case *k = &follow_cases[i];

@@ -26,6 +26,7 @@
 #include "harness.h"
 #include "skmem.h"
 #include "tcpbuf_maps.h"
+#include "tcpbuf_policy.h"
 
 /* --------------------------------------------------------------- xload */
 
@@ -909,6 +910,32 @@ long bounded_limit(void)
 	long c = 4 * narrow_writer_ceiling();
 
 	return c > 16 * MIB ? c : 16 * MIB;
+}
+
+long bounded_share_for(long limit, int sockets, long writer)
+{
+	struct tcpbuf_thresholds t = tcpbuf_thresholds_of(PAGES(limit), 0, 0);
+	long least = tcpbuf_bounded_rcvbuf(sysctl_field("/proc/sys/net/ipv4/tcp_rmem", 1),
+					   sysctl_field("/proc/sys/net/ipv4/tcp_rmem", 2),
+					   sysctl_field("/proc/sys/net/core/rmem_max", 0));
+	__s64 guard = tcpbuf_near_guard(t.pressure, t.max, sockets, TCPBUF_GUARD_GROWTH_PAGES);
+
+	guard = tcpbuf_near_guard_writers(guard, t.pressure, t.max, sockets,
+					  writer >> TCPBUF_PAGE_SHIFT, true);
+	return tcpbuf_bounded_share(sockets, guard, least);
+}
+
+long bounded_limit_streams(int conns)
+{
+	long rmem2 = sysctl_field("/proc/sys/net/ipv4/tcp_rmem", 2);
+	long rmax = 2 * sysctl_field("/proc/sys/net/core/rmem_max", 0);
+	long reach = rmem2 > rmax ? rmem2 : rmax;
+	long limit = 16 * MIB;
+
+	while (limit < (1L << 40) && bounded_share_for(limit, 2 * conns,
+						       narrow_writer_ceiling()) < reach)
+		limit *= 2;
+	return limit;
 }
 
 void skmem_watch_sock_charge(size_t off)

@@ -151,6 +151,15 @@ long narrow_writer_ceiling(void);
  * be bounded (sampled mode): 16 MiB, or four narrow writers' ceilings where
  * those are larger (the guard keeps two of them below max). Bytes. */
 long bounded_limit(void);
+/* The sk_rcvbuf each of @sockets may have while bounded under Limit=@limit
+ * (bytes), writers reaching @writer bytes (tcpbuf_bounded_share()); 0: not
+ * bounded. */
+long bounded_share_for(long limit, int sockets, long writer);
+/* The smallest limit (16 MiB doubled) under which @conns connections (both
+ * ends inside) stay bounded whatever autotuning gives their receivers: each
+ * socket's share is at least the sk_rcvbuf a socket reaches without
+ * SO_RCVBUFFORCE. Bytes. */
+long bounded_limit_streams(int conns);
 void limits_remove(const char *path);
 /* Main config: DropInDir = daemon_confdir(), sampling every sample_ms, the
  * full pass over cgroups and limits every 200 ms (poll_ms). */
