@@ -314,7 +314,9 @@ TCPBUF_POLICY bool tcpbuf_dormant_next(bool dormant, __s64 usage_pages, __s64 gu
  * followed (TCPBUF_FOLLOW_SOCKETS), since sockets counted later are capped
  * from shares that cannot see the followed ones' queues coming. A @bounded
  * cgroup follows none of its sockets (tcpbuf_bounded_share()), so it may
- * count any number.
+ * count more, while their queues fit beside the guard as it is: a socket
+ * more can turn it near, and those counted while it was bounded are armed
+ * only by the daemon's sweep.
  * @writer_pages 0: @guard as it is (exact mode sees charges as they come).
  */
 #define TCPBUF_FOLLOW_SOCKETS	2
@@ -327,7 +329,7 @@ TCPBUF_POLICY __s64 tcpbuf_near_guard_writers(__s64 guard, __u64 pressure_pages,
 
 	if (!writer_pages)
 		return guard;
-	if (sockets > TCPBUF_FOLLOW_SOCKETS && !bounded)
+	if (sockets > TCPBUF_FOLLOW_SOCKETS && (!bounded || guard > room))
 		return 0;
 	if (guard <= room)
 		return guard;

@@ -717,7 +717,9 @@ static const struct writers_case {
 	{ 1024, 3072, 4096, 8, 1024, true, 0 },		/* bounded: their queues pass max */
 	{ 22528, 24576, 32768, 8, 1024, true, 22528 },	/* 128 MiB, four bounded: the guard */
 	{ 22528, 24576, 32768, 8, 1024, false, 0 },	/* the same followed: never */
-	{ 10240, 12288, 16384, 8, 1024, true, 8192 },	/* 64 MiB: the writers' room */
+	{ 10240, 12288, 16384, 8, 1024, true, 0 },	/* 64 MiB: would need the guard lowered */
+	{ 2304, 3072, 4096, 3, 1024, true, 0 },		/* 16 MiB, a third socket bounded: the same */
+	{ 2560, 3072, 4096, 2, 1024, true, 2048 },	/* one connection: lowered, as followed */
 	{ 2560, 3072, 4096, 2, 0, false, 2560 },	/* exact mode: as it is */
 	{ 2560, 3072, 0, 2, 1024, false, 1024 },	/* pressure alone */
 	{ 100, 3072, 4096, 1, 1024, false, 100 },	/* the guard is lower already */
