@@ -567,6 +567,22 @@ TCPBUF_POLICY __s64 tcpbuf_subtree_sockets(__s64 held, __s64 counted)
 	return counted > held ? counted : held;
 }
 
+/*
+ * The sockets the receive headroom is divided among, of the subtree's @n
+ * with @senders writers among them: those that are not writers (a writer's
+ * receive queue holds its peer's acknowledgements, which take no memory),
+ * but never fewer than half of all, since a writer may be read to as well
+ * (a request-response pair). Dividing by all @n would give each stream's
+ * reader half the window its writer's queue is capped for.
+ * Examples: 66 sockets, 33 writers: 33; 10, 10: 5; 10, 0: 10; 7, 3: 4.
+ */
+TCPBUF_POLICY __s64 tcpbuf_receive_sockets(__s64 n, __s64 senders)
+{
+	__s64 half = (n + 1) >> 1;
+
+	return n - senders > half ? n - senders : half;
+}
+
 /* A socket's share of the headroom between @used and @target pages, among
  * the @n sockets of the subtree and itself, in bytes. */
 TCPBUF_POLICY __s64 tcpbuf_headroom_share(__s64 target, __s64 used, __s64 n)
@@ -628,9 +644,10 @@ struct tcpbuf_sock_view {
  *   Below pressure never less than two skbs: with one in flight the
  *   receiver acknowledges it only on its delayed-ACK timer.
  * - Receive guard: the free receive space is what the window promises a
- *   peer; kept within the share of the headroom to max, a stall closes
- *   windows instead of leaving ingress to refuse segments, which TCP
- *   recovers from only on its retransmission timer.
+ *   peer; kept within a reader's share of the headroom to max
+ *   (tcpbuf_receive_sockets()), a stall closes windows before ingress has
+ *   to refuse many segments, which TCP recovers from only on its
+ *   retransmission timer.
  * - At max: writers to the minimum, receive buffers to what they hold plus
  *   two pages (SO_RCVBUF halves and doubles, and a buffer under
  *   sk_rmem_alloc makes TCP prune the queue at every segment), a zero window
@@ -655,7 +672,8 @@ TCPBUF_POLICY void tcpbuf_caps_level(struct tcpbuf_caps *c, const struct cgroup_
 		__s64 target = to_pressure ? l->pressure_pages : l->max_pages - reserve;
 		__s64 to_max = l->max_pages - reserve;
 		__s64 share = tcpbuf_headroom_share(target, used, n);
-		__s64 rcv_share = to_pressure ? tcpbuf_headroom_share(to_max, used, n) : share;
+		__s64 rcv_share = tcpbuf_headroom_share(to_pressure ? to_max : target, used,
+							tcpbuf_receive_sockets(n, u->established.senders));
 
 		c->room = tcpbuf_min_s64(c->room, tcpbuf_min_s64(share, rcv_share));
 		share -= s->chunk;

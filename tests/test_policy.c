@@ -154,8 +154,13 @@ static void ref_caps_level(struct ref_caps *c, const struct cgroup_usage *u, __s
 		bool to_pressure = state == TCPBUF_STATE_NORMAL && l->pressure_pages;
 		__s64 target = to_pressure ? l->pressure_pages : l->max_pages - reserve;
 		__s64 share = ref_headroom_share(target, used, n);
-		__s64 rcv_share = to_pressure ? ref_headroom_share(l->max_pages - reserve, used, n)
-					      : share;
+		__s64 readers = n - u->established.senders;
+		__s64 rcv_share;
+
+		if (readers < (n + 1) / 2)
+			readers = (n + 1) / 2;
+		rcv_share = ref_headroom_share(to_pressure ? (__s64)l->max_pages - reserve : target, used,
+					       readers);
 
 		c->room = ref_min(c->room, ref_min(share, rcv_share));
 		share -= chunk;
@@ -367,10 +372,13 @@ static const struct state_case {
 	{ "max held at its exit 4032", 2048, 3072, 4096, 4032, M, 10, 0, M, 0, 24576 },
 	{ "max left below it", 2048, 3072, 4096, 4031, M, 10, 0, P, 0, 40587 },
 	/* 100 writers: 1700 pages of reserve, at most max/4 = 1024 */
-	{ "reserve not counted at 2991", 2048, 3072, 4096, 2991, P, 100, 100, P, 0, 19668 },
+	{ "reserve not counted at 2991", 2048, 3072, 4096, 2991, P, 100, 100, P, 0, 22889 },
 	{ "max effective 3072 from 2992", 2048, 3072, 4096, 3072, P, 100, 100, M, 0, 24576 },
 	{ "its exit 3024 (3072 - 48)", 2048, 3072, 4096, 3024, M, 100, 100, M, 0, 24576 },
-	{ "left below it", 2048, 3072, 4096, 3023, M, 100, 100, P, 0, 18371 },
+	{ "left below it", 2048, 3072, 4096, 3023, M, 100, 100, P, 0, 20319 },
+	/* 32 streams: 66 sockets, 33 writers; a reader's window is a 34th of
+	 * the headroom to max (3535 pages less the writers' 561), not a 67th */
+	{ "32 streams at 1500", 2048, 3072, 4096, 1500, N, 66, 33, N, 135168, 261541 },
 	/* no pressure threshold: normal until max */
 	{ "no pressure: normal at 4095", 0, 0, 4096, 4095, N, 1, 0, N, 0, 18432 },
 	{ "no pressure: max at 4096", 0, 0, 4096, 4096, N, 1, 0, M, 0, 24576 },
@@ -412,6 +420,31 @@ static void check_state_cases(bool print)
 	}
 }
 
+/* The sockets a subtree's receive headroom is divided among: its sockets,
+ * its writers; the readers. */
+static const struct { __s64 n, senders, want; } receive_cases[] = {
+	{ 66, 33, 33 },	/* streams: each socket a reader or a writer */
+	{ 10, 10, 5 },	/* request-response: every socket both, half of them */
+	{ 10, 0, 10 },	/* only readers counted */
+	{ 7, 3, 4 },
+	{ 7, 7, 4 },	/* half rounded up */
+	{ 1, 1, 1 },
+	{ 0, 0, 0 },	/* none: tcpbuf_headroom_share() gives all the headroom */
+	{ 4, 9, 2 },	/* writers counted past the sockets held: still half */
+};
+
+static void check_receive_cases(void)
+{
+	for (size_t i = 0; i < sizeof(receive_cases) / sizeof(receive_cases[0]); i++) {
+		__s64 got = tcpbuf_receive_sockets(receive_cases[i].n, receive_cases[i].senders);
+
+		test_log("receive sockets of %lld with %lld writers: %lld (want %lld)",
+			 (long long)receive_cases[i].n, (long long)receive_cases[i].senders,
+			 (long long)got, (long long)receive_cases[i].want);
+		EXPECT_EQ(got, receive_cases[i].want);
+	}
+}
+
 /*
  * The receive floor of one segment (tcpbuf_rcv_segment_floor()), after the
  * levels' caps: a cgroup (min, pressure, max in pages) in a state, its
@@ -430,19 +463,23 @@ static const struct floor_case {
 	__u32 ratio, near;	/* near: its cgroup_sockets.near (3: crowded) */
 	__s64 want_rcv;
 } floor_cases[] = {
-	/* 4 MiB, 32 sockets, drained: a share of 82,912 bytes holds a
+	/* 4 MiB, 32 readers, drained: a share of 114,688 bytes holds a
 	 * segment at loopback's ratio, not at the default half */
-	{ "4 MiB, 32 sockets, normal, ratio 230", 512, 768, 1024, 100, N, 32, 32, 65483, 230, 1,
-	  82912 },
-	{ "4 MiB, 32 sockets, normal, ratio 128", 512, 768, 1024, 100, N, 32, 32, 65483, 128, 1,
+	{ "4 MiB, 32 sockets, normal, ratio 230", 512, 768, 1024, 100, N, 32, 0, 65483, 230, 1,
+	  114688 },
+	{ "4 MiB, 32 sockets, normal, ratio 128", 512, 768, 1024, 100, N, 32, 0, 65483, 128, 1,
 	  131072 },
+	/* 16 of them writers: the 16 readers share the headroom, twice the
+	 * window each, past the floor */
+	{ "4 MiB, 32 sockets, 16 writers", 512, 768, 1024, 100, N, 32, 16, 65483, 230, 1,
+	  160948 },
 	/* in pressure, past the headroom to max (768 pages less the writers'
 	 * 256): nothing but the floor */
 	{ "4 MiB, 32 sockets, pressure", 512, 768, 1024, 800, P, 32, 32, 65483, 230, 1, 73728 },
 	{ "at max the zero window stands", 512, 768, 1024, 1024, M, 32, 32, 65483, 230, 1, 8192 },
 	/* crowded: the caps stand (its sockets' floors could pass max) */
 	{ "crowded, pressure", 2048, 3072, 4096, 3100, P, 1024, 1024, 65483, 230, 3, 0 },
-	{ "crowded, normal", 2048, 3072, 4096, 2900, N, 1024, 1024, 4096, 200, 3, 687 },
+	{ "crowded, normal", 2048, 3072, 4096, 2900, N, 1024, 1024, 4096, 200, 3, 1373 },
 	/* a share above the floor is left as it is */
 	{ "16 MiB, 10 sockets, normal", 2048, 3072, 4096, 1000, N, 10, 0, 65483, 230, 1,
 	  1152837 },
@@ -1338,6 +1375,7 @@ int main(void)
 	check_dormant_count();
 	check_zones_cases();
 	check_verdict_cases();
+	check_receive_cases();
 	check_state_cases(getenv("TEST_POLICY_PRINT") != NULL);
 	check_floor_cases();
 	check_zones_order();
