@@ -23,8 +23,8 @@
  * The receive side has a guard too, on sk_rcvbuf: the free receive space is
  * what the window promises a peer, and it is kept within a reader's share
  * of the headroom to max (tcpbuf_receive_sockets()), so a stall closes
- * windows (TCP resumes at once on
- * the window update when the reader reads) rather than running into
+ * windows (TCP resumes at once on the window update when the reader reads)
+ * rather than running into
  * cgroup_skb ingress, which refuses what would pass max as the backstop
  * (TCP recovers from that only on its retransmission timer). Far from max
  * the receive guard is above what autotuning reaches and changes nothing.

@@ -672,7 +672,7 @@ TCPBUF_POLICY void tcpbuf_caps_level(struct tcpbuf_caps *c, const struct cgroup_
 		__s64 target = to_pressure ? l->pressure_pages : l->max_pages - reserve;
 		__s64 to_max = l->max_pages - reserve;
 		__s64 share = tcpbuf_headroom_share(target, used, n);
-		__s64 rcv_share = tcpbuf_headroom_share(to_pressure ? to_max : target, used,
+		__s64 rcv_share = tcpbuf_headroom_share(to_max, used,
 							tcpbuf_receive_sockets(n, u->established.senders));
 
 		c->room = tcpbuf_min_s64(c->room, tcpbuf_min_s64(share, rcv_share));

@@ -159,8 +159,7 @@ static void ref_caps_level(struct ref_caps *c, const struct cgroup_usage *u, __s
 
 		if (readers < (n + 1) / 2)
 			readers = (n + 1) / 2;
-		rcv_share = ref_headroom_share(to_pressure ? (__s64)l->max_pages - reserve : target, used,
-					       readers);
+		rcv_share = ref_headroom_share((__s64)l->max_pages - reserve, used, readers);
 
 		c->room = ref_min(c->room, ref_min(share, rcv_share));
 		share -= chunk;
