@@ -231,7 +231,7 @@ static void stall_peak(int c, int s, long limit, const char *what)
 	test_log("%s, stalled: %llu bytes written, peak %llu pages by sock_diag (%.3f x max), "
 		 "state %s, dormant %u", what, (unsigned long long)sent,
 		 (unsigned long long)peak_pages(ps), ratio, status_state(cg), dormant_of());
-	EXPECT_LE(ratio, 1.05);
+	EXPECT_LE_F(ratio, 1.05);
 	EXPECT_TRUE(!(dormant_of() & TCPBUF_DORMANT_BOUNDED));
 	peak_free(ps);
 	shutdown(c, SHUT_WR);

@@ -261,7 +261,7 @@ static void sizes(void)
 	/* 1 MiB without EOF: refused as soon as it is too large, not after a timeout. */
 	exchange(buf, big, false, &r);
 	expect_usage_error("1 MiB, no EOF", &r);
-	EXPECT_LT(r.secs * 1000, 900);
+	EXPECT_LT_F(r.secs * 1000, 900);
 	free(r.body);
 	free(buf);
 }
@@ -333,7 +333,7 @@ static void never_eof(void)
 	t = now_sec() - t;
 	test_log("status answered in %.3f s while %d clients hold connections open", t,
 		 SILENT_CLIENTS);
-	EXPECT_LT(t * 1000, 900);
+	EXPECT_LT_F(t * 1000, 900);
 	EXPECT_TRUE(json_valid(out));
 	free(out);
 	for (i = 0; i < SILENT_CLIENTS; i++) {
@@ -341,8 +341,8 @@ static void never_eof(void)
 		close(fds[i]);
 		test_log("silent client %d cut off after %.2f s: code %d: %s", i, r.secs, r.code,
 			 r.body);
-		EXPECT_GE(r.secs * 1000, 800);
-		EXPECT_LE(r.secs * 1000, 2500);
+		EXPECT_GE_F(r.secs * 1000, 800);
+		EXPECT_LE_F(r.secs * 1000, 2500);
 		expect_usage_error("no EOF", &r);
 		free(r.body);
 	}
@@ -364,7 +364,7 @@ static void never_eof(void)
 		close(fd);
 		test_log("trickling client cut off after %.2f s: code %d: %s", r.secs, r.code,
 			 r.body);
-		EXPECT_LE(r.secs * 1000, 2500);
+		EXPECT_LE_F(r.secs * 1000, 2500);
 		expect_usage_error("trickle", &r);
 		free(r.body);
 	}

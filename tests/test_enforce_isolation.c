@@ -92,8 +92,8 @@ int main(void)
 			alone[r] = bulk_throughput(sib, sib, SECS);
 		test_log("round %d: sibling alone %.0f MB/s, next to a cgroup at max %.0f MB/s", r,
 			 alone[r] / 1e6, loaded[r] / 1e6);
-		ASSERT_GT(alone[r], 0);
-		ASSERT_GT(loaded[r], 0);
+		ASSERT_GT_F(alone[r], 0);
+		ASSERT_GT_F(loaded[r], 0);
 	}
 	ratio = median_ratio_interval(loaded, alone, ROUNDS, &lo, &hi);
 	test_log("sibling throughput: median %.0f MB/s alone, %.0f MB/s next to max; median of "

@@ -145,7 +145,7 @@ int main(void)
 	t_under = now_sec() - t_trickle;
 	test_log("trickle: usage %" PRId64 " pages after %.2f s (pressure %" PRId64 ")",
 		 status_field(cg, "usage_pages"), t_under, pressure_pages);
-	EXPECT_LT(t_under, SETTLE * scale);
+	EXPECT_LT_F(t_under, SETTLE * scale);
 	ASSERT_OK(bufs_summary(cg, 0, &during));
 	test_log("in pressure: %d sockets, sndbuf %u..%u, rcvbuf %u..%u", during.sockets,
 		 during.snd_min, during.snd_max, during.rcv_min, during.rcv_max);
@@ -219,8 +219,8 @@ int main(void)
 		}
 		test_log("round %d: after the episode %.0f MB/s, twin %.0f MB/s", r, lim[r] / 1e6,
 			 ref[r] / 1e6);
-		ASSERT_GT(lim[r], 0);
-		ASSERT_GT(ref[r], 0);
+		ASSERT_GT_F(lim[r], 0);
+		ASSERT_GT_F(ref[r], 0);
 	}
 	ratio = median_ratio_interval(lim, ref, rounds, &lo, &hi);
 	test_log("bulk after the episode: median %.0f MB/s, twin %.0f MB/s; median of %d rounds' "
@@ -253,7 +253,7 @@ int main(void)
 		msleep(1500);
 		for (int r = 0; r < 3; r++) {
 			rate[r] = bulk_throughput_on(small, small, 1.0, cpu);
-			ASSERT_GT(rate[r], 0);
+			ASSERT_GT_F(rate[r], 0);
 		}
 		test_log("pressure at 64 pages: bulk %.1f / %.1f / %.1f MB/s (median %.1f); "
 			 "pressure episodes %" PRId64, rate[0] / 1e6, rate[1] / 1e6, rate[2] / 1e6,

@@ -442,7 +442,7 @@ int main(void)
 			 a.entries, status_state(cs), peak_pages(ps), ratio, peak_max_gap_ms(ps));
 		EXPECT_EQ(a.entries, 8);
 		EXPECT_EQ(a.armed, 8);
-		EXPECT_LE(ratio, 1.05);
+		EXPECT_LE_F(ratio, 1.05);
 		peak_free(ps);
 		ASSERT_OK(xload_set_mode(l, XL_READ, 0));
 		ASSERT_OK(xload_quiesce(l));

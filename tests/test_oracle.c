@@ -316,7 +316,7 @@ int main(void)
 	if (l6)
 		ASSERT_OK(load_close(l6));
 	secs = wait_empty(id, 5);
-	ASSERT_GE(secs, 0);
+	ASSERT_GE_F(secs, 0);
 	test_log("stalled load closed: zero after %.2f s", secs);
 
 	/* --- steady flow */
@@ -336,20 +336,20 @@ int main(void)
 			 l->received, l->ok ? "intact" : l->msg);
 		ASSERT_EQ(l->received, l->sent);
 		ASSERT_OK(load_close(l));
-		ASSERT_GE(wait_empty(id, 5), 0);
+		ASSERT_GE_F(wait_empty(id, 5), 0);
 	}
 
 	/* --- short connections: many, fast, nothing left behind */
 	ASSERT_OK(short_connections_ex(cg, AF_INET, 10000, &secs));
 	test_log("10000 short v4 connections in %.2f s", secs);
 	/* 0.2 s on the host; ~10 s under qemu TCG emulation */
-	EXPECT_LT(secs, 60);
+	EXPECT_LT_F(secs, 60);
 	if (v6) {
 		ASSERT_OK(short_connections_ex(cg, AF_INET6, 2000, &secs));
 		test_log("2000 short v6 connections in %.2f s", secs);
 	}
 	secs = wait_empty(id, 5);
-	ASSERT_GE(secs, 0);
+	ASSERT_GE_F(secs, 0);
 
 	free(rel);
 	return test_done();

@@ -378,7 +378,7 @@ static void check_batch(const char *a, const char *b, const char *d)
 
 	ASSERT_EQ(ctl(&out, "top -b -n 3 -d 0.5"), 0);
 	test_log("top -b -n 3 -d 0.5 took %.1f s:\n%s", now_sec() - t0, out);
-	EXPECT_GE(now_sec() - t0, 0.9);
+	EXPECT_GE_F(now_sec() - t0, 0.9);
 	EXPECT_TRUE(strchr(out, '\033') == NULL);
 	ASSERT_EQ(ctl(&json, "status --json"), 0);
 	snaps = parse_batch(out, rows, &n, 64);
@@ -398,7 +398,7 @@ static void check_batch(const char *a, const char *b, const char *d)
 		}
 		if (json_cgroup_field(json, rows[i].cgroup, "max_pages", &max) == JSON_FOUND && max)
 			/* usage drifts a little between the two reads */
-			EXPECT_NEAR(rows[i].share, 100.0 * (double)usage / (double)max, 2.0);
+			EXPECT_NEAR_F(rows[i].share, 100.0 * (double)usage / (double)max, 2.0);
 		if (!strcmp(rows[i].cgroup, d))
 			EXPECT_EQ(strcmp(rows[i].container, ID), 0);
 		else

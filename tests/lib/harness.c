@@ -307,29 +307,57 @@ static int h_report(const char *file, int line)
 	return 0;
 }
 
+static int h_compare(const char *op, int c)
+{
+	if (!strcmp(op, "=="))
+		return c == 0;
+	if (!strcmp(op, "!="))
+		return c != 0;
+	if (!strcmp(op, ">="))
+		return c >= 0;
+	if (!strcmp(op, "<="))
+		return c <= 0;
+	if (!strcmp(op, ">"))
+		return c > 0;
+	return c < 0;
+}
+
 int h_check_cmp(const char *file, int line, const char *op, const char *sa,
 		const char *se, int64_t a, int64_t e)
 {
-	int ok;
+	int ok = h_compare(op, (a > e) - (a < e));
 
-	if (!strcmp(op, "=="))
-		ok = a == e;
-	else if (!strcmp(op, "!="))
-		ok = a != e;
-	else if (!strcmp(op, ">="))
-		ok = a >= e;
-	else if (!strcmp(op, "<="))
-		ok = a <= e;
-	else if (!strcmp(op, ">"))
-		ok = a > e;
-	else
-		ok = a < e;
 	if (ok)
 		return 1;
 	fflush(stdout);
 	fprintf(stderr, "%s:%d: check failed: %s %s %s\n"
 		"\tactual:   %" PRId64 "\n\texpected: %s %" PRId64 "\n",
 		file, line, sa, op, se, a, op, e);
+	return h_report(file, line);
+}
+
+int h_check_cmpf(const char *file, int line, const char *op, const char *sa,
+		 const char *se, double a, double e)
+{
+	if (h_compare(op, (a > e) - (a < e)))
+		return 1;
+	fflush(stdout);
+	fprintf(stderr, "%s:%d: check failed: %s %s %s\n"
+		"\tactual:   %.6g\n\texpected: %s %.6g\n", file, line, sa, op, se, a, op, e);
+	return h_report(file, line);
+}
+
+int h_check_nearf(const char *file, int line, const char *sa, const char *se,
+		  const char *st, double a, double e, double tol)
+{
+	double d = a > e ? a - e : e - a;
+
+	if (d <= tol)
+		return 1;
+	fflush(stdout);
+	fprintf(stderr, "%s:%d: check failed: %s near %s (tolerance %s)\n"
+		"\tactual:   %.6g\n\texpected: %.6g +- %.6g (off by %.6g)\n", file, line, sa, se,
+		st, a, e, tol, d);
 	return h_report(file, line);
 }
 

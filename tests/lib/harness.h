@@ -86,10 +86,23 @@ int h_check_cmp(const char *file, int line, const char *op, const char *sa,
 		const char *se, int64_t a, int64_t e);
 int h_check_near(const char *file, int line, const char *sa, const char *se,
 		 const char *st, int64_t a, int64_t e, int64_t tol);
+int h_check_cmpf(const char *file, int line, const char *op, const char *sa,
+		 const char *se, double a, double e);
+int h_check_nearf(const char *file, int line, const char *sa, const char *se,
+		  const char *st, double a, double e, double tol);
 int h_check_ok(const char *file, int line, const char *sa, int64_t a, int err);
 int h_check_true(const char *file, int line, const char *sa, int ok);
 
+/* The checks below compare as int64_t, which would truncate a ratio
+ * (1.9 <= 1.05 would pass): a floating operand is refused at compile time,
+ * and the _F checks compare as double. */
+#define H_FLOATING_(x) _Generic((x), float: 1, double: 1, long double: 1, default: 0)
+#define H_INTEGRAL_(x)							\
+	_Static_assert(!H_FLOATING_(x), "floating operand: use the _F check")
+
 #define H_CMP_(op, a, e, stop) do {					\
+	H_INTEGRAL_(a);							\
+	H_INTEGRAL_(e);							\
 	int64_t h_a_ = (int64_t)(a), h_e_ = (int64_t)(e);		\
 	if (!h_check_cmp(__FILE__, __LINE__, op, #a, #e, h_a_, h_e_) && (stop)) \
 		test_abort();						\
@@ -108,14 +121,35 @@ int h_check_true(const char *file, int line, const char *sa, int ok);
 #define EXPECT_GT(actual, expected) H_CMP_(">", actual, expected, 0)
 #define EXPECT_LT(actual, expected) H_CMP_("<", actual, expected, 0)
 
+#define H_CMPF_(op, a, e, stop) do {					\
+	double h_a_ = (double)(a), h_e_ = (double)(e);			\
+	if (!h_check_cmpf(__FILE__, __LINE__, op, #a, #e, h_a_, h_e_) && (stop)) \
+		test_abort();						\
+} while (0)
+#define ASSERT_GE_F(actual, expected) H_CMPF_(">=", actual, expected, 1)
+#define ASSERT_LE_F(actual, expected) H_CMPF_("<=", actual, expected, 1)
+#define ASSERT_GT_F(actual, expected) H_CMPF_(">", actual, expected, 1)
+#define ASSERT_LT_F(actual, expected) H_CMPF_("<", actual, expected, 1)
+#define EXPECT_GE_F(actual, expected) H_CMPF_(">=", actual, expected, 0)
+#define EXPECT_LE_F(actual, expected) H_CMPF_("<=", actual, expected, 0)
+#define EXPECT_GT_F(actual, expected) H_CMPF_(">", actual, expected, 0)
+#define EXPECT_LT_F(actual, expected) H_CMPF_("<", actual, expected, 0)
+
 /* |actual - expected| <= tol */
 #define H_NEAR_(a, e, t, stop) do {					\
+	H_INTEGRAL_(a);							\
+	H_INTEGRAL_(e);							\
+	H_INTEGRAL_(t);							\
 	int64_t h_a_ = (int64_t)(a), h_e_ = (int64_t)(e), h_t_ = (int64_t)(t); \
 	if (!h_check_near(__FILE__, __LINE__, #a, #e, #t, h_a_, h_e_, h_t_) && (stop)) \
 		test_abort();						\
 } while (0)
 #define ASSERT_NEAR(actual, expected, tol) H_NEAR_(actual, expected, tol, 1)
 #define EXPECT_NEAR(actual, expected, tol) H_NEAR_(actual, expected, tol, 0)
+#define EXPECT_NEAR_F(actual, expected, tol) do {			\
+	double h_a_ = (double)(actual), h_e_ = (double)(expected), h_t_ = (double)(tol); \
+	h_check_nearf(__FILE__, __LINE__, #actual, #expected, #tol, h_a_, h_e_, h_t_); \
+} while (0)
 
 /* expr must be 0 (prints errno on failure, as for a failed syscall) */
 #define H_OK_(x, stop) do {						\
