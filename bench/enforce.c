@@ -20,9 +20,9 @@
  *   kmem.tcp  a v1 memory cgroup with memory.kmem.tcp.limit_in_bytes =
  *             <limit> (and an unlimited v2 cgroup, for sock_diag)
  * Measured per run:
- *   peak/max  sock_diag every 10 ms over the cgroup's sockets (the same
- *             oracle for both), and the system's own peak counter (the
- *             daemon's peak_pages; kmem.tcp.max_usage_in_bytes)
+ *   peak/max  sock_diag every 10 ms (streams: 100 ms) over the cgroup's
+ *             sockets (the same oracle for both), and the system's own peak
+ *             counter (the daemon's peak_pages; kmem.tcp.max_usage_in_bytes)
  *   refused   failcnt (tcpbufd: segments refused at ingress; kmem.tcp:
  *             its failcnt)
  *   reaction  tcpbufd only: from the charge that crossed a threshold (BPF
@@ -559,6 +559,12 @@ static void streams_dump(const char *cg)
 	free(rel);
 }
 
+/* The streams' oracle samples sock_diag this often, not every 10 ms: with
+ * both cores busy, a dump every 10 ms takes enough CPU from the streams to
+ * cost capped buffers a quarter of their throughput (unlimited ones, with
+ * more slack, much less), and their usage is steady enough for 100 ms. */
+#define STREAMS_SAMPLE_MS	100
+
 /* iperf3 -P nstreams for stream_s seconds, both ends in one cgroup, under
  * sys's 16 MiB (or no limit: sys == NSYS). r->bps < 0: the round failed. */
 static void run_streams(enum sys sys, int round, struct stream_result *r)
@@ -586,7 +592,7 @@ static void run_streams(enum sys sys, int round, struct stream_result *r)
 	snprintf(secs, sizeof(secs), "%d", stream_s);
 	srv = iperf3_start(cg, v1dir[0] ? v1dir : NULL, NULL,
 			   (char *[]){ "iperf3", "-s", "-1", "-B", "127.0.0.1", "-p", port, NULL });
-	ps = peak_start(cg, 10);
+	ps = peak_start(cg, STREAMS_SAMPLE_MS);
 	r->bps = -1;
 	if (p < 0 || srv < 0 || wait_listening(srv, p, cg_id(cg)))
 		snprintf(err, sizeof(err), "the server did not listen on port %d", p);
