@@ -322,57 +322,63 @@ static int h_compare(const char *op, int c)
 	return c < 0;
 }
 
+/* A failed comparison, its two values already formatted. */
+static int h_fail_cmp(const char *file, int line, const char *op, const char *sa,
+		      const char *se, const char *a, const char *e)
+{
+	fflush(stdout);
+	fprintf(stderr, "%s:%d: check failed: %s %s %s\n\tactual:   %s\n\texpected: %s %s\n",
+		file, line, sa, op, se, a, op, e);
+	return h_report(file, line);
+}
+
 int h_check_cmp(const char *file, int line, const char *op, const char *sa,
 		const char *se, int64_t a, int64_t e)
 {
-	int ok = h_compare(op, (a > e) - (a < e));
+	char va[32], ve[32];
 
-	if (ok)
+	if (h_compare(op, (a > e) - (a < e)))
 		return 1;
-	fflush(stdout);
-	fprintf(stderr, "%s:%d: check failed: %s %s %s\n"
-		"\tactual:   %" PRId64 "\n\texpected: %s %" PRId64 "\n",
-		file, line, sa, op, se, a, op, e);
-	return h_report(file, line);
+	snprintf(va, sizeof(va), "%" PRId64, a);
+	snprintf(ve, sizeof(ve), "%" PRId64, e);
+	return h_fail_cmp(file, line, op, sa, se, va, ve);
 }
 
 int h_check_cmpf(const char *file, int line, const char *op, const char *sa,
 		 const char *se, double a, double e)
 {
+	char va[32], ve[32];
+
 	if (h_compare(op, (a > e) - (a < e)))
 		return 1;
-	fflush(stdout);
-	fprintf(stderr, "%s:%d: check failed: %s %s %s\n"
-		"\tactual:   %.6g\n\texpected: %s %.6g\n", file, line, sa, op, se, a, op, e);
-	return h_report(file, line);
+	snprintf(va, sizeof(va), "%.6g", a);
+	snprintf(ve, sizeof(ve), "%.6g", e);
+	return h_fail_cmp(file, line, op, sa, se, va, ve);
 }
 
-int h_check_nearf(const char *file, int line, const char *sa, const char *se,
-		  const char *st, double a, double e, double tol)
+/* A failed |actual - expected| <= tol, its values already formatted. */
+static int h_fail_near(const char *file, int line, const char *sa, const char *se,
+		       const char *st, const char *a, const char *e, const char *t,
+		       const char *d)
 {
-	double d = a > e ? a - e : e - a;
-
-	if (d <= tol)
-		return 1;
 	fflush(stdout);
 	fprintf(stderr, "%s:%d: check failed: %s near %s (tolerance %s)\n"
-		"\tactual:   %.6g\n\texpected: %.6g +- %.6g (off by %.6g)\n", file, line, sa, se,
-		st, a, e, tol, d);
+		"\tactual:   %s\n\texpected: %s +- %s (off by %s)\n", file, line, sa, se, st, a,
+		e, t, d);
 	return h_report(file, line);
 }
 
 int h_check_near(const char *file, int line, const char *sa, const char *se,
 		 const char *st, int64_t a, int64_t e, int64_t tol)
 {
-	int64_t d = a > e ? a - e : e - a;
+	int64_t d = a > e ? a - e : e - a, x[4] = { a, e, tol, d };
+	char v[4][32];
 
 	if (d <= tol)
 		return 1;
-	fflush(stdout);
-	fprintf(stderr, "%s:%d: check failed: %s near %s (tolerance %s)\n"
-		"\tactual:   %" PRId64 "\n\texpected: %" PRId64 " +- %" PRId64
-		" (off by %" PRId64 ")\n", file, line, sa, se, st, a, e, tol, d);
-	return h_report(file, line);
+	for (int i = 0; i < 4; i++)
+		snprintf(v[i], sizeof(v[i]), "%" PRId64, x[i]);
+	return h_fail_near(file, line, sa, se, st, v[0], v[1], v[2], v[3]);
 }
 
 int h_check_ok(const char *file, int line, const char *sa, int64_t a, int err)

@@ -38,6 +38,7 @@
 #define TCPBUF_TEST_HARNESS_H
 
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stddef.h>
 #include <sys/types.h>
@@ -88,8 +89,6 @@ int h_check_near(const char *file, int line, const char *sa, const char *se,
 		 const char *st, int64_t a, int64_t e, int64_t tol);
 int h_check_cmpf(const char *file, int line, const char *op, const char *sa,
 		 const char *se, double a, double e);
-int h_check_nearf(const char *file, int line, const char *sa, const char *se,
-		  const char *st, double a, double e, double tol);
 int h_check_ok(const char *file, int line, const char *sa, int64_t a, int err);
 int h_check_true(const char *file, int line, const char *sa, int ok);
 
@@ -100,13 +99,18 @@ int h_check_true(const char *file, int line, const char *sa, int ok);
 #define H_INTEGRAL_(x)							\
 	_Static_assert(!H_FLOATING_(x), "floating operand: use the _F check")
 
+/* Both sides as type T, compared by check(). */
+#define H_CMP_AS_(T, check, op, a, e, stop) do {			\
+	T h_a_ = (T)(a), h_e_ = (T)(e);					\
+	if (!check(__FILE__, __LINE__, op, #a, #e, h_a_, h_e_) && (stop)) \
+		test_abort();						\
+} while (0)
 #define H_CMP_(op, a, e, stop) do {					\
 	H_INTEGRAL_(a);							\
 	H_INTEGRAL_(e);							\
-	int64_t h_a_ = (int64_t)(a), h_e_ = (int64_t)(e);		\
-	if (!h_check_cmp(__FILE__, __LINE__, op, #a, #e, h_a_, h_e_) && (stop)) \
-		test_abort();						\
+	H_CMP_AS_(int64_t, h_check_cmp, op, a, e, stop);		\
 } while (0)
+#define H_CMPF_(op, a, e, stop) H_CMP_AS_(double, h_check_cmpf, op, a, e, stop)
 
 #define ASSERT_EQ(actual, expected) H_CMP_("==", actual, expected, 1)
 #define ASSERT_NE(actual, expected) H_CMP_("!=", actual, expected, 1)
@@ -121,11 +125,6 @@ int h_check_true(const char *file, int line, const char *sa, int ok);
 #define EXPECT_GT(actual, expected) H_CMP_(">", actual, expected, 0)
 #define EXPECT_LT(actual, expected) H_CMP_("<", actual, expected, 0)
 
-#define H_CMPF_(op, a, e, stop) do {					\
-	double h_a_ = (double)(a), h_e_ = (double)(e);			\
-	if (!h_check_cmpf(__FILE__, __LINE__, op, #a, #e, h_a_, h_e_) && (stop)) \
-		test_abort();						\
-} while (0)
 #define ASSERT_GE_F(actual, expected) H_CMPF_(">=", actual, expected, 1)
 #define ASSERT_LE_F(actual, expected) H_CMPF_("<=", actual, expected, 1)
 #define ASSERT_GT_F(actual, expected) H_CMPF_(">", actual, expected, 1)
@@ -146,10 +145,9 @@ int h_check_true(const char *file, int line, const char *sa, int ok);
 } while (0)
 #define ASSERT_NEAR(actual, expected, tol) H_NEAR_(actual, expected, tol, 1)
 #define EXPECT_NEAR(actual, expected, tol) H_NEAR_(actual, expected, tol, 0)
-#define EXPECT_NEAR_F(actual, expected, tol) do {			\
-	double h_a_ = (double)(actual), h_e_ = (double)(expected), h_t_ = (double)(tol); \
-	h_check_nearf(__FILE__, __LINE__, #actual, #expected, #tol, h_a_, h_e_, h_t_); \
-} while (0)
+/* |actual - expected| <= tol, as double */
+#define EXPECT_NEAR_F(actual, expected, tol)				\
+	EXPECT_LE_F(fabs((double)(actual) - (double)(expected)), tol)
 
 /* expr must be 0 (prints errno on failure, as for a failed syscall) */
 #define H_OK_(x, stop) do {						\
