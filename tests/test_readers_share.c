@@ -54,8 +54,8 @@
 #define WARM_MS		1000
 #define LOOKS		100
 #define LOOK_MS		20
-#define LEAST_PERMILLE	750		/* of the readers' share */
-#define MOST_PERMILLE	1300
+#define LEAST		0.75		/* of the readers' share */
+#define MOST		1.3
 
 /* Every socket of one cgroup, as sock_diag gives them. */
 struct diag {
@@ -206,8 +206,8 @@ int main(void)
 		 " pressure events; %s", peak, diag_peak, LIMIT_PAGES, events, msg);
 	EXPECT_EQ(last.senders, NCONN);
 	EXPECT_EQ(last.n, 2 * NCONN);
-	EXPECT_GE((int64_t)(med * 1000), LEAST_PERMILLE);
-	EXPECT_LE((int64_t)(med * 1000), MOST_PERMILLE);
+	EXPECT_GE_F(med, LEAST);
+	EXPECT_LE_F(med, MOST);
 	EXPECT_TRUE(peak > 0 && peak <= LIMIT_PAGES);
 	EXPECT_LE(diag_peak, LIMIT_PAGES);
 	ASSERT_EQ(daemon_stop(), 0);
