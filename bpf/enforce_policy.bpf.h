@@ -24,10 +24,10 @@
  * what the window promises a peer, and it is kept within a reader's share
  * of the headroom to max (tcpbuf_receive_sockets()), so a stall closes
  * windows (TCP resumes at once on the window update when the reader reads)
- * rather than running into
- * cgroup_skb ingress, which refuses what would pass max as the backstop
- * (TCP recovers from that only on its retransmission timer). Far from max
- * the receive guard is above what autotuning reaches and changes nothing.
+ * rather than running into cgroup_skb ingress, which refuses what would
+ * pass max as the backstop (TCP recovers from that only on its
+ * retransmission timer). Far from max the receive guard is above what
+ * autotuning reaches and changes nothing.
  */
 #ifndef TCPBUF_ENFORCE_POLICY_BPF_H
 #define TCPBUF_ENFORCE_POLICY_BPF_H
