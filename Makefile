@@ -45,7 +45,7 @@ SKELS        := $(patsubst %,$(OUT)/%.skel.h,$(BPF_OBJS))
 
 DAEMON_SRCS  := src/tcpbufd.c src/loader.c src/demand.c src/cgroups.c src/cgwatch.c src/bpffs.c src/log.c \
 		src/control.c src/commands.c src/limits.c src/status.c src/subtree.c src/config.c src/size.c src/request.c src/dropin.c \
-		src/runtime_limits.c src/enforce.c src/enforce_links.c src/enforce_events.c src/enforce_sweep.c src/container_name.c src/host_tcp_mem.c src/netns.c \
+		src/runtime_limits.c src/enforce.c src/enforce_links.c src/enforce_events.c src/enforce_rest.c src/enforce_sweep.c src/container_name.c src/host_tcp_mem.c src/netns.c \
 		src/privilege.c src/bypass.c src/memevents.c src/hookfit.c src/peer.c src/peer_facts.c \
 		src/unaccounted.c
 CTL_SRCS     := src/tcpbufctl.c src/request.c src/size.c src/top.c src/top_model.c src/host_tcp_mem.c

@@ -237,14 +237,34 @@ static __always_inline bool sock_bounded_ok(const struct sock *sk, __s64 share)
 				      (__s64)writer << TCPBUF_PAGE_SHIFT);
 }
 
-/* A level left bounded (or became it): no socket's bounded verdict
- * (TCPBUF_V_BOUNDED) holds any more. */
+/* Wake the daemon to link ingress again: a bounded level changed while it
+ * rests. Global: called from the count walk, which has no stack to spare. */
+__noinline int rest_wake(void)
+{
+	struct tcpbuf_state_event *ev;
+
+	ev = bpf_ringbuf_reserve(&enforce_events, sizeof(*ev), 0);
+	if (!ev)
+		return 0;
+	__builtin_memset(ev, 0, sizeof(*ev));
+	ev->time_ns = bpf_ktime_get_ns();
+	ev->kind = TCPBUF_EVENT_REST;
+	bpf_ringbuf_submit(ev, BPF_RB_FORCE_WAKEUP);
+	return 0;
+}
+
+/* A level left bounded (or became it, or counted one socket more): no
+ * socket's bounded verdict (TCPBUF_V_BOUNDED) holds any more, and a resting
+ * ingress is wanted back. */
 static __always_inline void bounded_epoch_bump(void)
 {
 	struct tcpbuf_enforce_ctl *ctl = enforce_ctl_get();
 
-	if (ctl)
-		__sync_fetch_and_add(&ctl->epoch, 1);
+	if (!ctl)
+		return;
+	__sync_fetch_and_add(&ctl->epoch, 1);
+	if (*(volatile __u32 *)&ctl->ingress_rests)
+		rest_wake();
 }
 
 /* Whether a cgroup near by its sockets' reach is dormant (@dormant before)

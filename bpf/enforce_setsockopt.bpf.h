@@ -7,12 +7,13 @@
  * wmem_max). A socket is looked at as it is counted (sock_writer_wide()),
  * and here as SO_SNDBUF is set on it later: before the kernel applies it,
  * so no write can use the larger buffer while its cgroups still keep the
- * narrow guard. Runs for setsockopt(2) calls, never for segments.
+ * narrow guard. SO_RCVBUF while ingress rests: enforce_rest.bpf.h. Runs for
+ * setsockopt(2) calls, never for segments.
  */
 #ifndef TCPBUF_ENFORCE_SETSOCKOPT_BPF_H
 #define TCPBUF_ENFORCE_SETSOCKOPT_BPF_H
 
-#include "enforce_policy.bpf.h"
+#include "enforce_rest.bpf.h"
 
 #define SO_SNDBUFFORCE	32
 #define TCPBUF_SOCKOPT_PAGE	4096
@@ -24,6 +25,12 @@ int enforce_setsockopt(struct bpf_sockopt *ctx)
 	struct sock_charge *sc;
 	int *val = ctx->optval;
 
+	if (ctx->level == SOL_SOCKET &&
+	    (ctx->optname == SO_RCVBUF || ctx->optname == SO_RCVBUFFORCE) && sk &&
+	    sk->protocol == IPPROTO_TCP_PROTO && (void *)(val + 1) <= ctx->optval_end) {
+		rest_setsockopt(ctx, *val);
+		goto out;
+	}
 	if (ctx->level != SOL_SOCKET ||
 	    (ctx->optname != SO_SNDBUF && ctx->optname != SO_SNDBUFFORCE) ||
 	    near_guard_wide_writer_pages <= near_guard_writer_pages || !sk ||

@@ -41,7 +41,10 @@ struct tcpbuf_enforce_ctl {
 	 * tcpbuf_dormant_delta()): sampled mode's samplers follow them. */
 	__u32 dormant_cgroups;
 	__u32 followed_cgroups;
-	__u32 pad;
+	/* Set by the daemon while some topmost limited cgroup rests (its
+	 * ingress unlinked, docs/ENFORCEMENT.md): a socket counted or a
+	 * level leaving bounded then wakes it (TCPBUF_EVENT_REST). */
+	__u32 ingress_rests;
 };
 
 /* Map "sweep_targets" (hash, key: cgroup id; the daemon's, not pinned): the
@@ -74,5 +77,7 @@ struct tcpbuf_state_event {
 					 * usage_pages: its cgroup's unaccounted_sockets */
 #define TCPBUF_EVENT_LOST	3	/* such a socket found sock_fallback full;
 					 * usage_pages: fallback_ctl.lost */
+#define TCPBUF_EVENT_REST	4	/* while ingress rests: a bounded level
+					 * counted a socket or left bounded */
 
 #endif /* TCPBUF_ENFORCE_H */

@@ -9,6 +9,8 @@
  *                                  (demand.c)
  *   links/ingress-<cgroup id>      cgroup_skb/ingress on each topmost limited
  *                                  cgroup, while some limited cgroup is near
+ *                                  and that one does not rest (enforce_rest.c)
+ *   links/rest_rcvbuf_grow         tp_btf/tcp_rcvbuf_grow while one rests
  * so caps and refusal keep holding while no daemon runs. Near and far
  * (tcpbuf_near_next()): events from the programs, answered here by linking,
  * unlinking and sweeping. A restart loads the
@@ -193,6 +195,7 @@ static void set_rodata(struct enforce *skel, enum tcpbuf_mode mode)
 		tcpbuf_sock_bound_pages(tcp_rmem2, rmem_max, tcp_wmem2, wmem_max);
 	skel->rodata->sndbuf_ceiling = snd > INT_MAX ? INT_MAX : snd;
 	skel->rodata->rcvbuf_ceiling = rcv > INT_MAX ? INT_MAX : rcv;
+	skel->rodata->rest_rcvbuf_max = 2 * rmem_max;
 	/* A new socket starts where the kernel would start it (tcp_wmem[1]);
 	 * the callbacks grow it while its writer keeps it full. */
 	skel->rodata->sndbuf_initial = loader_sysctl_long("/proc/sys/net/ipv4/tcp_wmem", 1, 16384);
@@ -207,6 +210,9 @@ int enforce_start(const struct enforce_opts *o, struct enforcer **out)
 	bool sample = o->mode == TCPBUF_MODE_SAMPLED &&
 		      kernel_has("btf_trace_tcp_sendmsg_locked", BTF_KIND_TYPEDEF);
 	bool by_pointer = kernel_has("bpf_iter_cgroup", BTF_KIND_FUNC);
+	/* Ingress at rest watches autotuning at its tracepoint (6.17). */
+	bool rest = o->mode == TCPBUF_MODE_SAMPLED && kctx &&
+		    kernel_has("btf_trace_tcp_rcvbuf_grow", BTF_KIND_TYPEDEF);
 	struct enforcer *e;
 	int fd, err;
 
@@ -217,12 +223,15 @@ int enforce_start(const struct enforce_opts *o, struct enforcer **out)
 	e->near = -1;
 	e->hold.fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
 	e->pace.fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
-	if (e->hold.fd < 0 || e->pace.fd < 0) {
+	e->rest.fd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC | TFD_NONBLOCK);
+	if (e->hold.fd < 0 || e->pace.fd < 0 || e->rest.fd < 0) {
 		err = -errno;
 		if (e->hold.fd >= 0)
 			close(e->hold.fd);
 		if (e->pace.fd >= 0)
 			close(e->pace.fd);
+		if (e->rest.fd >= 0)
+			close(e->rest.fd);
 		free(e);
 		return err;
 	}
@@ -242,6 +251,7 @@ int enforce_start(const struct enforce_opts *o, struct enforcer **out)
 	bpf_program__set_autoload(e->skel->progs.enforce_ingress_compat, !kctx);
 	bpf_program__set_autoload(e->skel->progs.sendmsg_sample, sample);
 	bpf_program__set_autoload(e->skel->progs.target_collect, by_pointer);
+	bpf_program__set_autoload(e->skel->progs.rest_rcvbuf_grow, rest);
 	e->ingress_prog = kctx ? e->skel->progs.enforce_ingress : e->skel->progs.enforce_ingress_compat;
 	/* Without the kfunc in vmlinux, libbpf looks for it in the modules'
 	 * BTF too, and listing BTF objects takes CAP_SYS_ADMIN (6.1). */
@@ -305,6 +315,7 @@ int enforce_start(const struct enforce_opts *o, struct enforcer **out)
 		goto fail;
 	}
 	ingress_adopt(e);
+	rest_init(e, rest && e->skel->rodata->near_guard_bounded_rcvbuf);
 	{
 		/* Pins of an earlier run: its lost sockets are still refused. */
 		struct tcpbuf_fallback_ctl fc;
@@ -326,11 +337,14 @@ void enforce_close(struct enforcer *e)
 	if (!e)
 		return;
 	netns_set_map(-1);
-	if (e->ctl)
+	if (e->ctl) {
+		rest_stop(e);
 		munmap(e->ctl, sizeof(*e->ctl));
+	}
 	ring_buffer__free(e->events);
 	close(e->hold.fd);
 	close(e->pace.fd);
+	close(e->rest.fd);
 	bpf_link__destroy(e->sweep_link);
 	bpf_link__destroy(e->crowd_link);
 	tops_clear(e);

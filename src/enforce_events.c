@@ -20,7 +20,7 @@
 #include "status.h"
 #include "enforcer.h"
 
-static void oneshot_arm(struct oneshot *t, double ms)
+void oneshot_arm(struct oneshot *t, double ms)
 {
 	long ns = (long)(ms * 1e6) + 1;
 	struct itimerspec its = {
@@ -32,8 +32,7 @@ static void oneshot_arm(struct oneshot *t, double ms)
 		t->armed = true;
 }
 
-/* Whether it fired (its fd was readable: read it), disarmed then. */
-static bool oneshot_fired(struct oneshot *t)
+bool oneshot_fired(struct oneshot *t)
 {
 	uint64_t n;
 
@@ -43,7 +42,7 @@ static bool oneshot_fired(struct oneshot *t)
 	return true;
 }
 
-static double mono_ms(void)
+double enforce_mono_ms(void)
 {
 	struct timespec ts;
 
@@ -68,6 +67,10 @@ int on_event(void *ctx, void *data, size_t len)
 		return 0;
 	if (ev->kind == TCPBUF_EVENT_UNACCOUNTED) {
 		unaccounted_note(ev->cgroup_id, ev->usage_pages);
+		return 0;
+	}
+	if (ev->kind == TCPBUF_EVENT_REST) {
+		e->rest_woken = true;
 		return 0;
 	}
 	if (ev->kind == TCPBUF_EVENT_LOST) {
@@ -135,7 +138,7 @@ double sweep_wait_ms(const struct enforcer *e)
 
 	if (gap < SWEEP_GAP_MIN_MS)
 		gap = SWEEP_GAP_MIN_MS;
-	return e->sweep_done_ms + gap - mono_ms();
+	return e->sweep_done_ms + gap - enforce_mono_ms();
 }
 
 int enforce_hold_fd(const struct enforcer *e)
@@ -201,6 +204,16 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 	 * it from now on, near or far. */
 	if (e->lost_seen && !held_lost && (err = ingress_sync(e)))
 		return err;
+	/* Ingress back first, unpaced, where it rests: a bounded cgroup
+	 * counted a socket or left bounded, or some cgroup turned near. */
+	if (e->rest_woken || e->near_up || e->far_seen) {
+		bool back = e->rest_woken || e->near_up;
+
+		e->rest_woken = false;
+		rest_note(e);
+		if (back && e->resting && (err = ingress_sync(e)))
+			return err;
+	}
 	if (!e->n_batch && !e->dropped && !e->near_up && !e->far_seen)
 		return 0;
 	err = 0;
@@ -237,14 +250,14 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 		oneshot_arm(&e->pace, wait_ms);
 		return err;
 	}
-	if (!e->pace.armed && e->pacing && mono_ms() - e->sweep_done_ms > 1000)
+	if (!e->pace.armed && e->pacing && enforce_mono_ms() - e->sweep_done_ms > 1000)
 		e->pacing = false;	/* quiet for a second: a new spell is said again */
 	for (size_t i = 0; i < e->n_batch; i++)
 		ids[i] = e->batch[i].cgroup_id;
-	done_ms = mono_ms();
+	done_ms = enforce_mono_ms();
 	err = sweep(e, false, !e->dropped && targets_set(e, tree, ids, e->n_batch)) ?: err;
 	targets_clear(e);
-	e->sweep_done_ms = mono_ms();
+	e->sweep_done_ms = enforce_mono_ms();
 	e->sweep_took_ms = e->sweep_done_ms - done_ms;
 	done_ms = e->sweep_done_ms;
 	for (size_t i = 0; i < e->n_batch; i++) {

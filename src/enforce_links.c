@@ -23,7 +23,7 @@
 #include "enforcer.h"
 #include "tcpbuf_policy.h"
 
-static int link_path(const struct enforcer *e, char *buf, size_t len, const char *name)
+int enforce_link_path(const struct enforcer *e, char *buf, size_t len, const char *name)
 {
 	return bpffs_path(buf, len, e->pin_path, "links/", name);
 }
@@ -64,7 +64,7 @@ int cgroup_link_ensure(struct enforcer *e, struct bpf_program *prog, const char 
 	int cg_fd, fd, err;
 	struct stat st;
 
-	err = link_path(e, path, sizeof(path), name);
+	err = enforce_link_path(e, path, sizeof(path), name);
 	if (err)
 		return err;
 	cg_fd = cgroup_open(e, rel);
@@ -155,7 +155,7 @@ static void ingress_detach(struct enforcer *e, size_t i)
 	char name[64], path[PATH_MAX];
 
 	snprintf(name, sizeof(name), "ingress-%llu", (unsigned long long)e->ingress[i].id);
-	if (!link_path(e, path, sizeof(path), name))
+	if (!enforce_link_path(e, path, sizeof(path), name))
 		unlink(path);
 	/* Detach now even if someone else holds the link open. */
 	bpf_link_detach(e->ingress[i].fd);
@@ -178,7 +178,7 @@ void ingress_adopt(struct enforcer *e)
 	struct dirent *de;
 	DIR *d;
 
-	if (link_path(e, dir, sizeof(dir), ""))
+	if (enforce_link_path(e, dir, sizeof(dir), ""))
 		return;
 	d = opendir(dir);
 	if (!d)
@@ -324,44 +324,65 @@ static bool near_at_first_socket(const struct enforcer *e)
 	return false;
 }
 
+/* Whether a limited cgroup below another one turns near at its first
+ * socket: that socket's segments are its topmost ancestor's ingress to
+ * see, so none may rest (enforce_rest.c). */
+static bool covered_near_at_first(const struct enforcer *e)
+{
+	for (size_t i = 0; i < e->n_limits; i++) {
+		const struct cgroup_limits *l = &e->limits[i].l;
+
+		if (l->max_pages && !tops_have(e, e->limits[i].id) &&
+		    tcpbuf_near_next(0, 1, e->skel->rodata->sock_bound_pages, l->pressure_pages,
+				     l->max_pages))
+			return true;
+	}
+	return false;
+}
+
 /* Ingress links at every topmost limited cgroup while some cgroup is near
  * (near_links()) or would be at its first socket, or a socket was held
- * without any entry (lost_seen), at none otherwise. */
+ * without any entry (lost_seen), at none otherwise; but at none that rests
+ * (enforce_rest.c). */
 int ingress_sync(struct enforcer *e)
 {
 	bool on = e->near == 1 || e->lost_seen || near_at_first_socket(e);
+	bool rest = on && !covered_near_at_first(e) && rest_begin(e);
+	size_t resting = 0;
 	int err = 0;
 
 	for (size_t i = 0; i < e->n_ingress;) {
-		if (on && tops_have(e, e->ingress[i].id))
+		if (on && tops_have(e, e->ingress[i].id) && !(rest && rest_top(e, e->ingress[i].id)))
 			i++;
 		else
 			ingress_detach(e, i);
 	}
 	for (size_t i = 0; on && i < e->n_tops; i++) {
-		int r = ingress_attach(e, &e->tops[i]);
+		int r;
 
+		if (rest && rest_top(e, e->tops[i].id)) {
+			resting++;
+			continue;
+		}
+		r = ingress_attach(e, &e->tops[i]);
 		if (r == -ENOMEM)
 			return r;
 		err = err ?: r;
 	}
+	rest_end(e, resting);
 	return err;
 }
 
 /* ---------------------------------------------------------- near, far */
 
 /*
- * Counts the programs keep in enforce_ctl where they move the bits
- * (near_swap(), dormant_swap()), not a lookup per limited cgroup at each
- * near or far event. Only a limited cgroup is ever near or dormant
- * (near_update(), limits_refresh). An entry deleted with a bit would leave
- * its count one over, which only keeps what follows linked; the daemon
+ * The counts the programs keep in enforce_ctl (ctl_count()) move where they
+ * move the bits (near_swap(), dormant_swap()), not a lookup per limited
+ * cgroup at each near or far event. Only a limited cgroup is ever near or
+ * dormant (near_update(), limits_refresh). An entry deleted with a bit would
+ * leave its count one over, which only keeps what follows linked; the daemon
  * deletes only entries whose limits went, which limits_refresh cleared.
  */
-static unsigned ctl_count(const __u32 *count)
-{
-	return __atomic_load_n(count, __ATOMIC_ACQUIRE);
-}
 
 /* In sampled mode a dormant cgroup needs the samplers too: they follow its
  * sockets. */

@@ -72,7 +72,19 @@ struct enforcer {
 	bool near_up, far_seen;	/* in this batch, some cgroup turned near; far */
 	bool lost_seen;		/* a socket found sock_fallback full: ingress stays linked */
 	bool crowd_seen;	/* in this batch, some cgroup turned crowded or uncrowded */
+	/* ingress at rest (enforce_rest.c) */
+	bool rest_possible;	/* sampled mode, kernel >= 6.17 */
+	bool resting;		/* some topmost limited cgroup has no ingress link for it */
+	bool rest_woken;	/* in this batch, BPF asked for ingress back */
+	double rest_after_ms;	/* not before (quiet since the last socket counted) */
+	struct oneshot rest;	/* then ingress_sync() */
 };
+
+/* enforce_ctl's counts, as the programs keep them. */
+static inline unsigned ctl_count(const __u32 *count)
+{
+	return __atomic_load_n(count, __ATOMIC_ACQUIRE);
+}
 
 /* enforce.c */
 /* enforce_ctl's count of limited cgroups, and near_linked: @near_linked (the
@@ -80,6 +92,7 @@ struct enforcer {
 int ctl_update(struct enforcer *e, unsigned limited, bool near_linked);
 
 /* enforce_links.c */
+int enforce_link_path(const struct enforcer *e, char *buf, size_t len, const char *name);
 bool path_within(const char *path, const char *top);
 int cgroup_open(const struct enforcer *e, const char *rel);
 int cgroup_link_ensure(struct enforcer *e, struct bpf_program *prog, const char *rel,
@@ -96,8 +109,21 @@ int samplers_sync(struct enforcer *e);
 int near_links(struct enforcer *e, bool on);
 
 /* enforce_events.c */
+double enforce_mono_ms(void);
+/* Arm @t to fire in @ms, unless it is armed already. */
+void oneshot_arm(struct oneshot *t, double ms);
+/* Whether it fired (its fd was readable: read it), disarmed then. */
+bool oneshot_fired(struct oneshot *t);
 int on_event(void *ctx, void *data, size_t len);
 double sweep_wait_ms(const struct enforcer *e);
+
+/* enforce_rest.c */
+void rest_init(struct enforcer *e, bool possible);
+void rest_note(struct enforcer *e);
+bool rest_begin(struct enforcer *e);
+bool rest_top(struct enforcer *e, uint64_t id);
+void rest_end(struct enforcer *e, size_t resting);
+void rest_stop(struct enforcer *e);
 
 /* enforce_sweep.c */
 bool targets_set(struct enforcer *e, const struct cgroup_tree *tree, const uint64_t *ids,

@@ -330,7 +330,8 @@ static int event_loop(struct daemon *d)
 	struct epoll_event events[8];
 	struct signalfd_siginfo si;
 	sigset_t mask;
-	int ep, sfd, poll_fd, sample_fd, watch_fd = -1, enforce_fd, hold_fd, pace_fd, n, i;
+	int ep, sfd, poll_fd, sample_fd, watch_fd = -1, enforce_fd, hold_fd, pace_fd;
+	int rest_fd, n, i;
 	int watchdog_fd = notify_watchdog_timer();
 	bool running = true;
 
@@ -372,6 +373,8 @@ static int event_loop(struct daemon *d)
 	epoll_add(ep, hold_fd);
 	pace_fd = enforce_pace_fd(d->enforce);
 	epoll_add(ep, pace_fd);
+	rest_fd = enforce_rest_fd(d->enforce);
+	epoll_add(ep, rest_fd);
 
 	while (running) {
 		n = epoll_wait(ep, events, 8, -1);
@@ -406,6 +409,8 @@ static int event_loop(struct daemon *d)
 				enforce_hold_expired(d->enforce, &d->tree);
 			} else if (fd == pace_fd) {
 				enforce_pace_expired(d->enforce, &d->tree);
+			} else if (fd == rest_fd) {
+				enforce_rest_expired(d->enforce);
 			} else if (fd == watchdog_fd) {
 				if (timer_expired(watchdog_fd))
 					notify_watchdog();

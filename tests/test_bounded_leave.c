@@ -28,6 +28,9 @@
  *   6. four connections in a cgroup whose guard gives each of their eight
  *      sockets a share of at least the bounded size: bounded as each is
  *      counted; SO_RCVBUFFORCE on one reader, which stalls: as in 4.
+ *   7. where ingress may rest (src/enforce_rest.c), 1 and 5 with each pair
+ *      left until its ingress link went: out of bounded as before, ingress
+ *      linked again within 1 s of the leave, the peak as in 4.
  * On kernels from 6.11 (dormancy); skipped in exact mode (nothing is
  * followed there).
  */
@@ -54,6 +57,7 @@
 
 static const char *cg;
 static int client_sndbuf;	/* SO_SNDBUF set on a new client before it connects */
+static bool at_rest;		/* case 7: each pair waits for ingress to rest */
 
 /* Debugging aid: the verdict bits of the cgroup's sockets (sock_diag). */
 static int verdict_cb(const struct skmem_sock *k, void *arg)
@@ -151,6 +155,12 @@ static void pair_counted(int *c, int *s, const char *what, int wide, bool bounde
 		EXPECT_EQ(d, 3);
 	else
 		EXPECT_TRUE(!(d & TCPBUF_DORMANT_BOUNDED));
+	if (at_rest && bounded) {
+		int waited = ingress_rest_wait(cg, 1, 3000);
+
+		test_log("%s: ingress at rest after %d ms", what, waited);
+		EXPECT_GE(waited, 0);
+	}
 }
 
 static void pair_bounded(int *c, int *s, const char *what, int wide)
@@ -192,6 +202,12 @@ static void expect_bounded(const char *what, bool bounded)
 		EXPECT_EQ(d, 3);
 	else
 		EXPECT_TRUE(!(d & TCPBUF_DORMANT_BOUNDED));
+	if (at_rest && !bounded) {
+		int waited = ingress_rest_wait(cg, 0, 1000);
+
+		test_log("%s: ingress linked again %d ms after the check", what, waited);
+		EXPECT_GE(waited, 0);
+	}
 }
 
 /* The kernel's sk_rcvbuf (or sk_sndbuf) of @fd. */
@@ -233,6 +249,8 @@ static void stall_peak(int c, int s, long limit, const char *what)
 		 (unsigned long long)peak_pages(ps), ratio, status_state(cg), dormant_of());
 	EXPECT_LE_F(ratio, 1.05);
 	EXPECT_TRUE(!(dormant_of() & TCPBUF_DORMANT_BOUNDED));
+	if (at_rest)
+		EXPECT_FALSE(ingress_resting(cg));
 	peak_free(ps);
 	shutdown(c, SHUT_WR);
 	fcntl(c, F_SETFL, 0);
@@ -241,6 +259,58 @@ static void stall_peak(int c, int s, long limit, const char *what)
 	test_log("%s: drained %llu of %llu bytes", what, (unsigned long long)got,
 		 (unsigned long long)sent);
 	EXPECT_EQ(got, sent);
+}
+
+/* 1. Autotuning: a writer process streams while the reader reads as data
+ * comes, until its sk_rcvbuf passes the bounded size (a loaded machine
+ * autotunes later than a quiet one) and for 200 ms more: bounded is left at
+ * a segment the grown buffer could hold (at rest: where autotuning grows
+ * it). */
+static void autotuning(long limit)
+{
+	static char buf[1 << 16];
+	const char *g = cg;
+	int c, s;
+	long la = PAGES(8 * MIB), bound;
+
+	/* The smallest limit that leaves the pair bounded, so that its
+	 * share is the least one, which autotuning passes soonest. */
+	while (la < PAGES(limit) && pair_share(la * 4096) <= 0)
+		la++;
+	cg = cg_create(at_rest ? "ar" : "a");
+	limits_write(cg, la, 0, 0, 0);
+	ASSERT_OK(daemon_reload_until(cg, la, 5000));
+	bound = pair_share(la * 4096);
+	test_log("autotuning: limit %ld pages, a socket's share %ld bytes", la, bound);
+	pair_bounded(&c, &s, "autotuning", 0);
+	double t0 = now_sec(), grown = 0;
+	pid_t w = fork();
+
+	ASSERT_TRUE(w >= 0);
+	if (!w) {
+		while (now_sec() - t0 < 15 && write(c, buf, sizeof(buf)) > 0)
+			;
+		_exit(0);
+	}
+	fcntl(s, F_SETFL, O_NONBLOCK);
+	while (now_sec() - t0 < 10 && (!grown || now_sec() - grown < 0.2)) {
+		/* Reads in bursts, each a full window within one round
+		 * trip: autotuning then doubles the buffer each time,
+		 * however the two processes share the CPUs. */
+		usleep(2000);
+		while (read(s, buf, sizeof(buf)) > 0)
+			;
+		if (!grown && buf_of(s, SO_RCVBUF) > bound)
+			grown = now_sec();
+	}
+	test_log("autotuning: the reader's sk_rcvbuf %d after %.1f s of bulk (bounded size %ld)",
+		 buf_of(s, SO_RCVBUF), now_sec() - t0, bound);
+	EXPECT_GT(buf_of(s, SO_RCVBUF), bound);
+	expect_bounded("autotuning", false);
+	kill(w, SIGKILL);
+	waitpid(w, NULL, 0);
+	pair_close(c, s);
+	cg = g;
 }
 
 int main(void)
@@ -269,54 +339,8 @@ int main(void)
 	limits_write(cg, PAGES(limit), 0, 0, 0);
 	ASSERT_OK(daemon_reload_until(cg, PAGES(limit), 5000));
 
-	/* 1. Autotuning: a writer process streams while the reader reads as data
-	 * comes, until its sk_rcvbuf passes the bounded size (a loaded machine
-	 * autotunes later than a quiet one) and for 200 ms more: bounded is
-	 * left at a segment the grown buffer could hold. */
-	{
-		static char buf[1 << 16];
-		const char *g = cg;
-		long la = PAGES(8 * MIB), bound;
-
-		/* The smallest limit that leaves the pair bounded, so that its
-		 * share is the least one, which autotuning passes soonest. */
-		while (la < PAGES(limit) && pair_share(la * 4096) <= 0)
-			la++;
-		cg = cg_create("a");
-		limits_write(cg, la, 0, 0, 0);
-		ASSERT_OK(daemon_reload_until(cg, la, 5000));
-		bound = pair_share(la * 4096);
-		test_log("autotuning: limit %ld pages, a socket's share %ld bytes", la, bound);
-		pair_bounded(&c, &s, "autotuning", 0);
-		double t0 = now_sec(), grown = 0;
-		pid_t w = fork();
-
-		ASSERT_TRUE(w >= 0);
-		if (!w) {
-			while (now_sec() - t0 < 15 && write(c, buf, sizeof(buf)) > 0)
-				;
-			_exit(0);
-		}
-		fcntl(s, F_SETFL, O_NONBLOCK);
-		while (now_sec() - t0 < 10 && (!grown || now_sec() - grown < 0.2)) {
-			/* Reads in bursts, each a full window within one round
-			 * trip: autotuning then doubles the buffer each time,
-			 * however the two processes share the CPUs. */
-			usleep(2000);
-			while (read(s, buf, sizeof(buf)) > 0)
-				;
-			if (!grown && buf_of(s, SO_RCVBUF) > bound)
-				grown = now_sec();
-		}
-		test_log("autotuning: the reader's sk_rcvbuf %d after %.1f s of bulk (bounded size %ld)",
-			 buf_of(s, SO_RCVBUF), now_sec() - t0, bound);
-		EXPECT_GT(buf_of(s, SO_RCVBUF), bound);
-		expect_bounded("autotuning", false);
-		kill(w, SIGKILL);
-		waitpid(w, NULL, 0);
-		pair_close(c, s);
-		cg = g;
-	}
+	/* 1. Autotuning. */
+	autotuning(limit);
 
 	/* 2. SO_RCVBUF: past the bounded size only if rmem_max lets it. */
 	pair_bounded(&c, &s, "SO_RCVBUF", 0);
@@ -423,6 +447,26 @@ int main(void)
 			close(c4[i]);
 			close(s4[i]);
 		}
+	}
+
+	/* 7. Where ingress rests (src/enforce_rest.c): 1 and 5 again, each pair
+	 * made and left until its ingress link went; the leave is seen where the
+	 * buffer grows and ingress is linked again before max is reached. */
+	if (ingress_rest_possible()) {
+		cg = cg_create("r");
+		limits_write(cg, PAGES(limit), 0, 0, 0);
+		ASSERT_OK(daemon_reload_until(cg, PAGES(limit), 5000));
+		at_rest = true;
+		autotuning(limit);
+		pair_bounded(&c, &s, "at rest, SO_RCVBUFFORCE", (int)limit);
+		v = (int)limit;
+		ASSERT_OK(setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)));
+		expect_bounded("at rest, SO_RCVBUFFORCE", false);
+		stall_peak(c, s, limit, "at rest, SO_RCVBUFFORCE");
+		pair_close(c, s);
+		at_rest = false;
+	} else {
+		test_log("7: ingress never rests here (no tcp_rcvbuf_grow tracepoint)");
 	}
 
 	ASSERT_EQ(daemon_stop(), 0);

@@ -22,6 +22,8 @@
  *      than enforce_ingress and the passes over every socket of the host
  *      (reconcile, sweep) grows by less than one run per 50 transactions
  *      (followed, three samplers run 6), enforce_ingress's by at most 2.05;
+ *      where ingress may rest (src/enforce_rest.c, 6.17+), its link goes
+ *      within 3 s of the samplers' and it runs once per 100 at most;
  *   6. (sampled mode) four streams in "m", whose limit's guard leaves each
  *      of their eight sockets a share of sk_rcvbuf no autotuning passes
  *      (bounded_limit_streams()): bounded too, no socket armed or sized,
@@ -165,6 +167,10 @@ static int64_t tcpbufd_runs(void)
 	return sum;
 }
 
+/* rr_run() waits for ingress to rest at its cgroup (-1: it did not). */
+static bool rr_rest;
+static int rr_rest_waited = -1;
+
 /* What the usage entry of @cg says in the middle of an RR run. */
 static void rr_probe(const char *cg)
 {
@@ -259,6 +265,10 @@ static int64_t rr_run(const char *cg, int ms, int64_t *before)
 			waited += 10;
 		}
 		test_log("samplers unlinked %d ms after the warm-up", waited);
+		if (rr_rest) {
+			rr_rest_waited = ingress_rest_wait(cg, 1, 3000);
+			test_log("ingress at rest %d ms after that", rr_rest_waited);
+		}
 		tcpbufd_ns = ingress_runs = 0;
 		*before = tcpbufd_runs();
 		tcpbufd_ns = -tcpbufd_ns;
@@ -362,6 +372,7 @@ int main(void)
 		stats = bpf_enable_stats(BPF_STATS_RUN_TIME);
 		ASSERT_TRUE(stats >= 0);
 		r0 = -1;
+		rr_rest = ingress_rest_possible();
 		t = rr_run(cr, 1000, &r0);
 		r1 = tcpbufd_runs();
 		close(stats);
@@ -374,6 +385,11 @@ int main(void)
 			 t > 0 ? (double)ingress_runs / t : -1.0);
 		EXPECT_LE((r1 - r0 - ingress_runs) * 50, t);
 		EXPECT_LE(ingress_runs * 100, t * 205);
+		/* At rest: no cgroup_skb dispatch at all. */
+		if (rr_rest) {
+			EXPECT_GE(rr_rest_waited, 0);
+			EXPECT_LE(ingress_runs * 100, t);
+		}
 	}
 
 	/* 6. Four streams under a limit whose guard leaves each of their

@@ -981,3 +981,58 @@ int64_t sock_bound_pages(void)
 	return ((rmem2 > 2 * rmem_max ? rmem2 : 2 * rmem_max) +
 		(wmem2 > 2 * wmem_max ? wmem2 : 2 * wmem_max) + (256 << 10)) / 4096;
 }
+
+/* ------------------------------------------------------- ingress at rest */
+
+/* The kernel's BTF names the tracepoint (its string table is searched:
+ * not every test links libbpf's BTF parser). */
+int ingress_rest_possible(void)
+{
+	static const char want[] = "btf_trace_tcp_rcvbuf_grow";
+	FILE *f;
+	char *buf;
+	size_t n;
+	int found = 0;
+
+	if (getenv("TCPBUF_NO_REST"))
+		return 0;
+	f = fopen("/sys/kernel/btf/vmlinux", "re");
+	buf = malloc(64 << 20);
+	if (f && buf) {
+		n = fread(buf, 1, 64 << 20, f);
+		found = memmem(buf, n, want, sizeof(want)) != NULL;	/* with its NUL */
+	}
+	free(buf);
+	if (f)
+		fclose(f);
+	return found;
+}
+
+static int link_pinned(const char *name)
+{
+	char path[4096];
+
+	snprintf(path, sizeof(path), "%s/links/%s", daemon_pin_path(), name);
+	return !access(path, F_OK);
+}
+
+int ingress_resting(const char *cg)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "ingress-%llu", (unsigned long long)cg_id(cg));
+	return !link_pinned(name) && link_pinned("rest_rcvbuf_grow");
+}
+
+int ingress_rest_wait(const char *cg, int want, int timeout_ms)
+{
+	int waited = 0;
+
+	while (!ingress_resting(cg) != !want) {
+		if (waited >= timeout_ms)
+			return -1;
+		msleep(5);
+		waited += 5;
+	}
+	return waited;
+}

@@ -193,4 +193,17 @@ int bufs_summary(const char *path, uint32_t cap, struct bufs_summary *out);
 /* Sockets of the subtree with sndbuf (rcv = 0) or rcvbuf (rcv = 1) >= min. */
 int bufs_count_at_least(const char *path, int rcv, uint32_t min);
 
+/* ------------------------------------------------------- ingress at rest */
+
+/* Whether the daemon may rest ingress here (src/enforce_rest.c: the kernel
+ * has the tcp_rcvbuf_grow tracepoint, TCPBUF_NO_REST unset); sampled mode
+ * is the caller's to check. */
+int ingress_rest_possible(void);
+/* Whether ingress rests at the topmost limited cgroup @cg: its link gone,
+ * the autotuning watch linked. */
+int ingress_resting(const char *cg);
+/* Wait until ingress_resting(@cg) is @want: the ms waited, or -1 after
+ * @timeout_ms. */
+int ingress_rest_wait(const char *cg, int want, int timeout_ms);
+
 #endif /* TCPBUF_TEST_ENFORCE_UTIL_H */

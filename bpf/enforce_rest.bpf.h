@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * enforce_rest: where a bounded cgroup's buffers grow while its ingress
+ * rests (sampled mode, kernel >= 6.17; the daemon unlinks ingress at a
+ * topmost limited cgroup whose sockets are all bounded, so a request/response
+ * load pays no cgroup_skb dispatch: docs/ENFORCEMENT.md). Ingress is what
+ * notices a bounded socket growing past its share; without it, growth is
+ * seen where it is decided: autotuning at tcp_rcvbuf_grow, SO_RCVBUF at
+ * setsockopt (SO_SNDBUF widens the guard as before, enforce_setsockopt).
+ * Either takes the socket's levels out of bounded, charges what the socket
+ * holds, and wakes the daemon (bounded_epoch_bump()), which links ingress
+ * and the samplers again.
+ */
+#ifndef TCPBUF_ENFORCE_REST_BPF_H
+#define TCPBUF_ENFORCE_REST_BPF_H
+
+#include "enforce_ingress.bpf.h"
+#include <bpf/bpf_tracing.h>
+
+#define SO_RCVBUFFORCE	33
+
+/* Set by the daemon: twice net.core.rmem_max, the most SO_RCVBUF gives. */
+const volatile __s64 rest_rcvbuf_max = 0;
+
+struct bpf_sockopt_kern___rest {
+	struct sock *sk;
+} __attribute__((preserve_access_index));
+
+static __always_inline bool ingress_resting(void)
+{
+	struct tcpbuf_enforce_ctl *ctl = enforce_ctl_get();
+
+	return ctl && *(volatile __u32 *)&ctl->ingress_rests;
+}
+
+/* A followed socket (@sk, its entry @sc) whose receive buffer is about to
+ * be @rcvbuf bytes: past the share its last bounded look found, its levels
+ * leave bounded now. */
+static __always_inline void rest_rcvbuf_check(struct sock_charge *sc, struct sock *sk,
+					      __s64 rcvbuf)
+{
+	if (!sc || !(sc->enforce.flags & TCPBUF_SE_FOLLOWED) || rcvbuf <= sc->bounded_rcvbuf)
+		return;
+	if (!bounded_look(sc, rcvbuf, sock_bounded_ok(sk, TCPBUF_BOUNDED_SHARE_MAX)))
+		bounded_left_charge(sc, sk_footprint_pages(sk));
+}
+
+/*
+ * Autotuning: tcp_rcv_space_adjust() fires this before tcp_rcvbuf_grow()
+ * raises sk_rcvbuf to the space of twice what the reader copied in the last
+ * round trip (plus the out-of-order span, within the window), at most
+ * tcp_rmem[2]: bounded here from above.
+ */
+SEC("tp_btf/tcp_rcvbuf_grow")
+int BPF_PROG(rest_rcvbuf_grow, struct sock *sk, int time)
+{
+	struct tcp_sock *tp;
+	__u32 ratio, copied;
+	__s64 win, rcvbuf, cap;
+
+	if (!ingress_resting() || !(tp = bpf_skc_to_tcp_sock(sk)))
+		return 0;
+	copied = tp->copied_seq - tp->rcvq_space.seq;
+	win = 2 * (__s64)copied + tp->rcv_wnd;
+	ratio = rcv_scaling_ratio(tp);
+	rcvbuf = (win << 8) / (ratio ? ratio : 1);
+	cap = BPF_CORE_READ(sk, __sk_common.skc_net.net, ipv4.sysctl_tcp_rmem[2]);
+	if (cap > 0 && rcvbuf > cap)
+		rcvbuf = cap;
+	rest_rcvbuf_check(bpf_sk_storage_get(&sock_charge, sk, 0, 0), sk, rcvbuf);
+	return 0;
+}
+
+/* SO_RCVBUF(FORCE), before the kernel applies it (enforce_setsockopt). */
+static __always_inline void rest_setsockopt(struct bpf_sockopt *ctx, int val)
+{
+	struct bpf_sockopt_kern___rest *k;
+	__s64 rcvbuf = 2 * (__s64)val;
+
+	if (!crowd_kern_ctx || !ingress_resting() || val <= 0)
+		return;
+	if (ctx->optname == SO_RCVBUF && rest_rcvbuf_max && rcvbuf > rest_rcvbuf_max)
+		rcvbuf = rest_rcvbuf_max;
+	k = bpf_cast_to_kern_ctx(ctx);
+	if (k->sk && ctx->sk)
+		rest_rcvbuf_check(bpf_sk_storage_get(&sock_charge, ctx->sk, 0, 0), k->sk, rcvbuf);
+}
+
+#endif /* TCPBUF_ENFORCE_REST_BPF_H */

@@ -1,0 +1,142 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Ingress at rest (sampled mode, kernel >= 6.17). A cgroup_skb program costs
+ * its dispatch on every segment even when it returns at once: about 2% of a
+ * request/response transaction over loopback. A topmost limited cgroup
+ * whose sockets are all bounded (tcpbuf_bounded_share(): their buffers
+ * cannot take it to its guard) needs no ingress while they stay so, so its
+ * ingress link goes once every limited cgroup has been far or bounded for
+ * REST_QUIET_MS. Meanwhile enforce_rest.bpf.h watches where buffers grow,
+ * and BPF wakes the daemon (TCPBUF_EVENT_REST) at a socket counted or a
+ * level leaving bounded: ingress is linked again at once. A daemon that
+ * stops cleanly links it first; docs/ENFORCEMENT.md says what holds while a
+ * resting daemon is stopped.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include "enforce.skel.h"
+#include "log.h"
+#include "enforcer.h"
+#include "tcpbuf_policy.h"
+
+#define REST_QUIET_MS	1000
+
+static int rest_link_set(struct enforcer *e, bool on)
+{
+	char path[PATH_MAX];
+	struct bpf_link *link;
+	int err;
+
+	if (enforce_link_path(e, path, sizeof(path), "rest_rcvbuf_grow"))
+		return -ENAMETOOLONG;
+	if (!on)
+		return unlink(path) && errno != ENOENT ? -errno : 0;
+	if (!access(path, F_OK))
+		return 0;
+	link = bpf_program__attach(e->skel->progs.rest_rcvbuf_grow);
+	if (!link)
+		return -errno;
+	err = bpf_link__pin(link, path);
+	bpf_link__destroy(link);	/* the pin keeps it attached */
+	return err;
+}
+
+void rest_init(struct enforcer *e, bool possible)
+{
+	e->rest_possible = possible && !getenv("TCPBUF_NO_REST");
+	e->rest_after_ms = enforce_mono_ms() + REST_QUIET_MS;
+	/* An earlier run's link runs its own program, and its ingress_rests
+	 * may be left set: decided anew by the first ingress_sync(). */
+	rest_link_set(e, false);
+	__atomic_store_n(&e->ctl->ingress_rests, 0, __ATOMIC_RELEASE);
+}
+
+/* Something changed: ingress may rest REST_QUIET_MS from now at the
+ * earliest, and is looked at again then. */
+void rest_note(struct enforcer *e)
+{
+	if (!e->rest_possible)
+		return;
+	e->rest_after_ms = enforce_mono_ms() + REST_QUIET_MS;
+	oneshot_arm(&e->rest, REST_QUIET_MS);
+}
+
+/*
+ * Whether ingress may rest anywhere now: no cgroup near or followed, no
+ * socket held without an entry, quiet for REST_QUIET_MS. Told to BPF before
+ * any top's usage is read (rest_top()), so a socket counted after that read
+ * wakes the daemon. Otherwise the timer is armed for when it may be.
+ */
+bool rest_begin(struct enforcer *e)
+{
+	double wait;
+
+	if (!e->rest_possible || e->lost_seen || ctl_count(&e->ctl->near_cgroups) ||
+	    ctl_count(&e->ctl->followed_cgroups))
+		return false;
+	wait = e->rest_after_ms - enforce_mono_ms();
+	if (wait > 0) {
+		oneshot_arm(&e->rest, wait);
+		return false;
+	}
+	if (rest_link_set(e, true)) {
+		log_warn("enforcement: cannot attach the autotuning watch; ingress stays linked");
+		e->rest_possible = false;
+		return false;
+	}
+	__atomic_store_n(&e->ctl->ingress_rests, 1, __ATOMIC_SEQ_CST);
+	return true;
+}
+
+/* Whether the topmost limited cgroup @id may rest: its sockets all bounded,
+ * or none yet and its limit not near at the first (near_at_first_socket()). */
+bool rest_top(struct enforcer *e, uint64_t id)
+{
+	struct cgroup_usage u;
+
+	if (bpf_map_lookup_elem(bpf_map__fd(e->skel->maps.cgroup_usage), &id, &u))
+		return false;
+	if (!u.limits.max_pages || (u.established.near & 1))
+		return false;
+	if (u.established.sockets > 0)
+		return u.established.dormant & TCPBUF_DORMANT_BOUNDED;
+	return !tcpbuf_near_next(0, 1, e->skel->rodata->sock_bound_pages,
+				 u.limits.pressure_pages, u.limits.max_pages);
+}
+
+/* After a sync that rested @resting tops: BPF stops watching if none. */
+void rest_end(struct enforcer *e, size_t resting)
+{
+	if (resting && !e->resting)
+		log_debug("ingress at rest at %zu topmost limited cgroups", resting);
+	else if (!resting && e->resting)
+		log_debug("ingress linked again at every topmost limited cgroup");
+	e->resting = resting > 0;
+	if (resting)
+		return;
+	__atomic_store_n(&e->ctl->ingress_rests, 0, __ATOMIC_RELEASE);
+	rest_link_set(e, false);
+}
+
+int enforce_rest_fd(const struct enforcer *e)
+{
+	return e->rest.fd;
+}
+
+int enforce_rest_expired(struct enforcer *e)
+{
+	return oneshot_fired(&e->rest) ? ingress_sync(e) : 0;
+}
+
+/* Before the daemon goes: ingress linked wherever it would be without rest. */
+void rest_stop(struct enforcer *e)
+{
+	e->rest_possible = false;
+	if (e->resting)
+		ingress_sync(e);
+}
