@@ -70,6 +70,8 @@ int on_event(void *ctx, void *data, size_t len)
 		return 0;
 	}
 	if (ev->kind == TCPBUF_EVENT_REST) {
+		if (!e->rest_woken || ev->time_ns < e->rest_woken_ns)
+			e->rest_woken_ns = ev->time_ns;
 		e->rest_woken = true;
 		return 0;
 	}
@@ -209,6 +211,8 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 	if (e->rest_woken || e->near_up || e->far_seen) {
 		bool back = e->rest_woken || e->near_up;
 
+		if (e->rest_woken && e->resting)
+			rest_late(e->rest_woken_ns);
 		e->rest_woken = false;
 		rest_note(e);
 		if (back && e->resting && (err = ingress_sync(e)))

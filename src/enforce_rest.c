@@ -24,7 +24,10 @@
 #include "enforcer.h"
 #include "tcpbuf_policy.h"
 
-#define REST_QUIET_MS	1000
+/* Connections counted closer together than this keep ingress linked:
+ * each rest and return costs three link operations. */
+#define REST_QUIET_MS	250
+#define REST_LATE_MS	1000
 
 static int rest_link_set(struct enforcer *e, bool on)
 {
@@ -54,6 +57,17 @@ void rest_init(struct enforcer *e, bool possible)
 	 * may be left set: decided anew by the first ingress_sync(). */
 	rest_link_set(e, false);
 	__atomic_store_n(&e->ctl->ingress_rests, 0, __ATOMIC_RELEASE);
+}
+
+/* Asked for ingress back at @asked_ns: said loudly if the daemon did not
+ * run for a second since, a cgroup that grew meanwhile was not held. */
+void rest_late(uint64_t asked_ns)
+{
+	double late = enforce_mono_ms() - asked_ns / 1e6;
+
+	if (late > REST_LATE_MS)
+		log_warn("enforcement: a bounded cgroup grew while ingress was at rest and tcpbufd "
+			 "did not run for %.1f s: its limit was not enforced meanwhile", late / 1e3);
 }
 
 /* Something changed: ingress may rest REST_QUIET_MS from now at the

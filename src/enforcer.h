@@ -76,6 +76,7 @@ struct enforcer {
 	bool rest_possible;	/* sampled mode, kernel >= 6.17 */
 	bool resting;		/* some topmost limited cgroup has no ingress link for it */
 	bool rest_woken;	/* in this batch, BPF asked for ingress back */
+	uint64_t rest_woken_ns;	/* first asked at (CLOCK_MONOTONIC) */
 	double rest_after_ms;	/* not before (quiet since the last socket counted) */
 	struct oneshot rest;	/* then ingress_sync() */
 };
@@ -120,6 +121,7 @@ double sweep_wait_ms(const struct enforcer *e);
 /* enforce_rest.c */
 void rest_init(struct enforcer *e, bool possible);
 void rest_note(struct enforcer *e);
+void rest_late(uint64_t asked_ns);
 bool rest_begin(struct enforcer *e);
 bool rest_top(struct enforcer *e, uint64_t id);
 void rest_end(struct enforcer *e, size_t resting);
