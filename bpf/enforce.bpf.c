@@ -13,7 +13,10 @@
  *   sendmsg_sample   sampled mode only: keeps a limited socket's usage fresh
  *                    while tcp_sendmsg queues
  *   setsockopt       sampled mode: an SO_SNDBUF past tcp_wmem[2] widens its
- *                    cgroups' guard before it applies
+ *                    cgroups' guard before it applies; while ingress rests,
+ *                    an SO_RCVBUF past a bounded share leaves bounded
+ *   rest_rcvbuf_grow while ingress rests: autotuning past a bounded share
+ *                    leaves bounded (enforce_rest.bpf.h)
  * The state machine itself runs where usage changes (charge.bpf.h); the
  * caps come from enforce_policy.bpf.h. Only sockets with a limited ancestor
  * that is near (tcpbuf_near_next()) are armed: capped, followed segment by

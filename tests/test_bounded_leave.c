@@ -30,7 +30,11 @@
  *      counted; SO_RCVBUFFORCE on one reader, which stalls: as in 4.
  *   7. where ingress may rest (src/enforce_rest.c), 1 and 5 with each pair
  *      left until its ingress link went: out of bounded as before, ingress
- *      linked again within 1 s of the leave, the peak as in 4.
+ *      linked again within 1 s of the leave, the peak as in 4;
+ *   8. there, SO_RCVBUFFORCE while the daemon is stopped: out of bounded by
+ *      BPF alone, ingress still unlinked; after SIGCONT linked within 1 s and
+ *      one warning that the limit was not enforced meanwhile; a clean stop
+ *      of the daemon at rest leaves ingress linked.
  * On kernels from 6.11 (dormancy); skipped in exact mode (nothing is
  * followed there).
  */
@@ -464,11 +468,36 @@ int main(void)
 		expect_bounded("at rest, SO_RCVBUFFORCE", false);
 		stall_peak(c, s, limit, "at rest, SO_RCVBUFFORCE");
 		pair_close(c, s);
-		at_rest = false;
-	} else {
-		test_log("7: ingress never rests here (no tcp_rcvbuf_grow tracepoint)");
-	}
 
+		/* 8. At rest, the daemon stopped: the leave is BPF's alone
+		 * (bounded left, the socket charged), nothing links ingress
+		 * until the daemon runs again, and then it says the limit was
+		 * not enforced meanwhile. A clean stop links ingress first. */
+		pair_bounded(&c, &s, "at rest, stopped daemon", 0);
+		ASSERT_OK(daemon_signal(SIGSTOP));
+		v = (int)pair_share(limit);	/* doubled: past the share */
+		ASSERT_OK(setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)));
+		EXPECT_TRUE(!(dormant_of() & TCPBUF_DORMANT_BOUNDED));
+		EXPECT_TRUE(ingress_resting(cg));
+		msleep(1200);
+		{
+			int said = daemon_log_count("was not enforced meanwhile"), waited;
+
+			ASSERT_OK(daemon_signal(SIGCONT));
+			waited = ingress_rest_wait(cg, 0, 1000);
+			test_log("at rest, stopped daemon: ingress linked %d ms after SIGCONT", waited);
+			EXPECT_GE(waited, 0);
+			EXPECT_EQ(daemon_log_count("was not enforced meanwhile"), said + 1);
+		}
+		pair_close(c, s);
+		pair_bounded(&c, &s, "at rest, clean stop", 0);
+		ASSERT_EQ(daemon_stop(), 0);
+		EXPECT_FALSE(ingress_resting(cg));
+		pair_close(c, s);
+		at_rest = false;
+		return test_done();
+	}
+	test_log("7, 8: ingress never rests here (no tcp_rcvbuf_grow tracepoint)");
 	ASSERT_EQ(daemon_stop(), 0);
 	return test_done();
 }
