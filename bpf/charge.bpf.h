@@ -76,11 +76,13 @@ static __always_inline bool near_linked(void)
 }
 
 /* Whether some cgroup is crowded (tcpbuf_crowd_delta()). */
+/* Some cgroup is crowded, or counts as crowded for its new connections
+ * (bounded while ingress rests: enforce_crowd.bpf.h). */
 static __always_inline bool crowd_present(void)
 {
 	struct tcpbuf_enforce_ctl *ctl = enforce_ctl_get();
 
-	return ctl && ctl->crowded_cgroups;
+	return ctl && (ctl->crowded_cgroups || *(volatile __u32 *)&ctl->ingress_rests);
 }
 
 /*

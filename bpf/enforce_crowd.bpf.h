@@ -28,6 +28,7 @@ struct crowd_walk {
 	struct cgroup *cg;
 	__u64 id;	/* the crowded level found */
 	bool crowded;
+	bool resting;	/* ingress rests: a bounded level counts as crowded */
 	__u32 since;	/* its crowd_ms */
 };
 
@@ -44,7 +45,8 @@ static long crowd_walk_level(__u64 i, void *ctx)
 		return 1;
 	id = BPF_CORE_READ(cg, kn, id);
 	u = bpf_map_lookup_elem(&cgroup_usage, &id);
-	if (usage_limited(u) && (u->established.near & TCPBUF_NEAR_CROWDED)) {
+	if (usage_limited(u) && ((u->established.near & TCPBUF_NEAR_CROWDED) ||
+				 (w->resting && (u->established.dormant & TCPBUF_DORMANT_BOUNDED)))) {
 		w->crowded = true;
 		w->id = id;
 		w->since = u->established.crowd_ms;
@@ -55,9 +57,14 @@ static long crowd_walk_level(__u64 i, void *ctx)
 }
 
 /* Whether @cg or one of its ancestors is a crowded limited cgroup; since
- * when, in *@since, and which, in *@id (if not NULL). */
-static __always_inline bool cgroup_crowded_since(struct cgroup *cg, __u32 *since, __u64 *id)
+ * when, in *@since, and which, in *@id (if not NULL). With @resting, a
+ * bounded level counts while ingress rests: no SYN drop holds a burst of
+ * connections into it until the daemon links ingress again, so they start
+ * as a crowded cgroup's do. */
+static __always_inline bool cgroup_crowded_since(struct cgroup *cg, __u32 *since, __u64 *id,
+						 bool resting)
 {
+	struct tcpbuf_enforce_ctl *ctl = enforce_ctl_get();
 	struct crowd_walk w = { .cg = cg };
 	int levels;
 
@@ -65,6 +72,7 @@ static __always_inline bool cgroup_crowded_since(struct cgroup *cg, __u32 *since
 	 * its ancestry here. */
 	if (!cg || !crowd_present())
 		return false;
+	w.resting = resting && ctl && *(volatile __u32 *)&ctl->ingress_rests;
 	levels = BPF_CORE_READ(cg, level);
 	bpf_loop(levels < TCPBUF_WALK_LEVELS ? levels : TCPBUF_WALK_LEVELS, crowd_walk_level, &w, 0);
 	if (since)
@@ -76,7 +84,7 @@ static __always_inline bool cgroup_crowded_since(struct cgroup *cg, __u32 *since
 
 static __always_inline bool cgroup_crowded(struct cgroup *cg)
 {
-	return cgroup_crowded_since(cg, NULL, NULL);
+	return cgroup_crowded_since(cg, NULL, NULL, true);
 }
 
 /*
@@ -98,7 +106,7 @@ static __always_inline bool crowd_syn_refused(struct tcp_sock *tp)
 	__u64 id = 0;
 
 	if (!crowd_kern_ctx || tp->rx_opt.user_mss ||
-	    !cgroup_crowded_since(sk_cgroup((struct sock *)tp), &since, &id))
+	    !cgroup_crowded_since(sk_cgroup((struct sock *)tp), &since, &id, false))
 		return false;
 	now = bpf_ktime_get_ns() / 1000000;
 	if (now - since >= TCPBUF_CROWD_SYN_MS)

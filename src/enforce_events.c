@@ -49,6 +49,15 @@ double enforce_mono_ms(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
+/* The listeners' MSS as their cgroups' crowding says (crowd_listeners). */
+void crowd_pass(struct enforcer *e)
+{
+	int n = netns_iter_each(bpf_link__fd(e->crowd_link), netns_iter_drain, NULL);
+
+	if (n)
+		log_warn("enforcement: listeners' pass failed: %s", strerror(-n));
+}
+
 /* -------------------------------------------------------------- events */
 
 /*
@@ -196,11 +205,8 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 	 * a burst of connections is made before the sweep's turn comes
 	 * (a pass over listeners, whose program skips every other socket). */
 	if (e->crowd_seen) {
-		int n = netns_iter_each(bpf_link__fd(e->crowd_link), netns_iter_drain, NULL);
-
 		e->crowd_seen = false;
-		if (n)
-			log_warn("enforcement: listeners' pass failed: %s", strerror(-n));
+		crowd_pass(e);
 	}
 	/* A socket held without any entry is refused at ingress: linked for
 	 * it from now on, near or far. */

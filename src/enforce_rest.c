@@ -130,11 +130,16 @@ void rest_end(struct enforcer *e, size_t resting)
 		log_debug("ingress at rest at %zu topmost limited cgroups", resting);
 	else if (!resting && e->resting)
 		log_debug("ingress linked again at every topmost limited cgroup");
-	e->resting = resting > 0;
-	if (resting)
+	if (resting) {
+		e->resting = true;
 		return;
+	}
 	__atomic_store_n(&e->ctl->ingress_rests, 0, __ATOMIC_RELEASE);
 	rest_link_set(e, false);
+	/* Listeners the rest gave the crowded MSS get theirs back. */
+	if (e->resting)
+		crowd_pass(e);
+	e->resting = false;
 }
 
 int enforce_rest_fd(const struct enforcer *e)

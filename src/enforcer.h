@@ -111,6 +111,7 @@ int near_links(struct enforcer *e, bool on);
 
 /* enforce_events.c */
 double enforce_mono_ms(void);
+void crowd_pass(struct enforcer *e);
 /* Arm @t to fire in @ms, unless it is armed already. */
 void oneshot_arm(struct oneshot *t, double ms);
 /* Whether it fired (its fd was readable: read it), disarmed then. */
