@@ -323,7 +323,6 @@ int main(void)
 	int major = 0, minor = 0, c, s, v;
 	long limit;
 	bool wide_bounded;
-	char *out = NULL, mode[16] = "";
 
 	test_init();
 	if (uname(&un) || sscanf(un.release, "%d.%d", &major, &minor) != 2 ||
@@ -331,11 +330,8 @@ int main(void)
 		SKIP("kernel %s: no dormancy before 6.11", un.release);
 	enforce_config(1000);
 	ASSERT_OK(daemon_start(""));
-	ASSERT_OK(ctl(&out, "status --json"));
-	json_string_field(out, "mode", mode, sizeof(mode));
-	free(out);
-	if (strcmp(mode, "sampled"))
-		SKIP("%s mode: bounded is sampled mode's", mode);
+	if (strcmp(daemon_mode(), "sampled"))
+		SKIP("%s mode: bounded is sampled mode's", daemon_mode());
 	skmem_watch_sock_charge(offsetof(struct sock_charge, verdict) + 4);
 	cg = cg_create("g");
 	limit = bounded_limit();

@@ -58,7 +58,7 @@ int main(void)
 	struct peak_sampler *p;
 	struct xload *first;
 	struct load *burst;
-	char *out = NULL, mode[16] = "", ingress[64];
+	char ingress[64];
 	uint32_t zero = 0;
 	uint64_t id, peak;
 	const char *cg;
@@ -68,10 +68,7 @@ int main(void)
 	test_init();
 	enforce_config(200);
 	ASSERT_OK(daemon_start(""));
-	ASSERT_OK(ctl(&out, "status --json"));
-	json_string_field(out, "mode", mode, sizeof(mode));
-	free(out);
-	if (strcmp(mode, "sampled"))
+	if (strcmp(daemon_mode(), "sampled"))
 		SKIP("exact mode: no samplers to link");
 	max_pages = (int)(bounded_limit() >> 12);
 	nconn = NCONN_PER_16M * max_pages / 4096;

@@ -49,7 +49,7 @@ int main(void)
 	socklen_t alen = sizeof(a);
 	struct xload *warm, *l;
 	struct peak_sampler *ps;
-	char *out = NULL, mode[16] = "", msg[256];
+	char msg[256];
 	const char *cg;
 	int64_t limit;
 	int lis, c, s, waited;
@@ -59,11 +59,8 @@ int main(void)
 		SKIP("no tcp_rcvbuf_grow tracepoint (or TCPBUF_NO_REST): ingress never rests");
 	enforce_config(1000);
 	ASSERT_OK(daemon_start(""));
-	ASSERT_OK(ctl(&out, "status --json"));
-	json_string_field(out, "mode", mode, sizeof(mode));
-	free(out);
-	if (strcmp(mode, "sampled"))
-		SKIP("%s mode: ingress rests in sampled mode only", mode);
+	if (strcmp(daemon_mode(), "sampled"))
+		SKIP("%s mode: ingress rests in sampled mode only", daemon_mode());
 	cg = cg_create("b");
 	limit = PAGES(bounded_limit());
 	limits_write(cg, limit, 0, 0, 0);

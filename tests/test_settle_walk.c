@@ -80,18 +80,14 @@ static int64_t status_runs(void)
 int main(void)
 {
 	int a[NPAIRS], b[NPAIRS], stats, i;
-	char mode[16] = "", *out = NULL;
 	int64_t first, idle, after, usage;
 	struct skmem_total k = {};
 	const char *u;
 
 	test_init();
 	ASSERT_OK(daemon_start(""));
-	ASSERT_OK(ctl(&out, "status --json"));
-	json_string_field(out, "mode", mode, sizeof(mode));
-	free(out);
-	if (strcmp(mode, "exact"))
-		SKIP("%s mode: a status reconciles every socket, nothing is kept", mode);
+	if (strcmp(daemon_mode(), "exact"))
+		SKIP("%s mode: a status reconciles every socket, nothing is kept", daemon_mode());
 	u = cg_create("u");
 	ASSERT_OK(cg_enter(u));
 	for (i = 0; i < NPAIRS; i++)

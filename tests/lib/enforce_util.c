@@ -982,6 +982,18 @@ int64_t sock_bound_pages(void)
 		(wmem2 > 2 * wmem_max ? wmem2 : 2 * wmem_max) + (256 << 10)) / 4096;
 }
 
+const char *daemon_mode(void)
+{
+	static char mode[16];
+	char *out = NULL;
+
+	mode[0] = '\0';
+	if (!ctl(&out, "status --json"))
+		json_string_field(out, "mode", mode, sizeof(mode));
+	free(out);
+	return mode;
+}
+
 /* ------------------------------------------------------- ingress at rest */
 
 /* The kernel's BTF names the tracepoint (its string table is searched:

@@ -193,6 +193,10 @@ int bufs_summary(const char *path, uint32_t cap, struct bufs_summary *out);
 /* Sockets of the subtree with sndbuf (rcv = 0) or rcvbuf (rcv = 1) >= min. */
 int bufs_count_at_least(const char *path, int rcv, uint32_t min);
 
+/* The running daemon's accounting mode ("sampled", "exact"; "" if it does
+ * not answer), from `status --json`. */
+const char *daemon_mode(void);
+
 /* ------------------------------------------------------- ingress at rest */
 
 /* Whether the daemon may rest ingress here (src/enforce_rest.c: the kernel
