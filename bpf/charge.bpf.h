@@ -75,9 +75,9 @@ static __always_inline bool near_linked(void)
 	return ctl && ctl->near_linked;
 }
 
-/* Whether some cgroup is crowded (tcpbuf_crowd_delta()). */
-/* Some cgroup is crowded, or counts as crowded for its new connections
- * (bounded while ingress rests: enforce_crowd.bpf.h). */
+/* Whether some cgroup is crowded (tcpbuf_crowd_delta()), or counts as
+ * crowded for its new connections (bounded while ingress rests:
+ * enforce_crowd.bpf.h). */
 static __always_inline bool crowd_present(void)
 {
 	struct tcpbuf_enforce_ctl *ctl = enforce_ctl_get();

@@ -45,11 +45,11 @@ int enforce_hold_expired(struct enforcer *e, const struct cgroup_tree *tree);
  * it is due, then call enforce_pace_expired(). */
 int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree);
 int enforce_pace_fd(const struct enforcer *e);
+int enforce_pace_expired(struct enforcer *e, const struct cgroup_tree *tree);
 /* Ingress may rest now (enforce_rest.c): enforce_rest_fd() is readable, then
  * call enforce_rest_expired(). */
 int enforce_rest_fd(const struct enforcer *e);
 int enforce_rest_expired(struct enforcer *e);
-int enforce_pace_expired(struct enforcer *e, const struct cgroup_tree *tree);
 
 /*
  * The limited cgroups are now exactly @cgs (their limits already in the

@@ -347,17 +347,10 @@ static bool covered_near_at_first(const struct enforcer *e)
 int ingress_sync(struct enforcer *e)
 {
 	bool on = e->near == 1 || e->lost_seen || near_at_first_socket(e);
-	bool rest = on && !covered_near_at_first(e) && rest_begin(e);
+	bool rest = on && !covered_near_at_first(e) && rest_begin(e) && rest_prepare(e);
 	size_t resting = 0;
 	int err = 0;
 
-	/* Their listeners' MSS as a crowded cgroup's before any ingress goes:
-	 * a burst into a resting cgroup is not held at the SYN. */
-	for (size_t i = 0; rest && !e->resting && i < e->n_tops; i++)
-		if (rest_top(e, e->tops[i].id)) {
-			crowd_pass(e);
-			break;
-		}
 	for (size_t i = 0; i < e->n_ingress;) {
 		if (on && tops_have(e, e->ingress[i].id) && !(rest && rest_top(e, e->ingress[i].id)))
 			i++;

@@ -98,12 +98,32 @@ bool rest_begin(struct enforcer *e)
 		oneshot_arm(&e->rest, wait);
 		return false;
 	}
+	__atomic_store_n(&e->ctl->ingress_rests, 1, __ATOMIC_SEQ_CST);
+	return true;
+}
+
+/*
+ * Before the first ingress link goes: the autotuning watch linked, and the
+ * listeners' MSS as a crowded cgroup's (cgroup_crowded() counts a bounded
+ * level while ingress rests: no SYN drop holds a burst into it). Whether
+ * some top may rest, with both done.
+ */
+bool rest_prepare(struct enforcer *e)
+{
+	bool some = false;
+
+	if (e->resting)
+		return true;
+	for (size_t i = 0; i < e->n_tops && !some; i++)
+		some = rest_top(e, e->tops[i].id);
+	if (!some)
+		return false;
 	if (rest_link_set(e, true)) {
 		log_warn("enforcement: cannot attach the autotuning watch; ingress stays linked");
 		e->rest_possible = false;
 		return false;
 	}
-	__atomic_store_n(&e->ctl->ingress_rests, 1, __ATOMIC_SEQ_CST);
+	crowd_pass(e);
 	return true;
 }
 
