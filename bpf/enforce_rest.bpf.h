@@ -19,12 +19,29 @@
 
 #define SO_RCVBUFFORCE	33
 
-/* Set by the daemon: twice net.core.rmem_max, the most SO_RCVBUF gives. */
+/* Set by the daemon: twice net.core.rmem_max, the most SO_RCVBUF gives
+ * where that is the host's. */
 const volatile __s64 rest_rcvbuf_max = 0;
 
 struct bpf_sockopt_kern___rest {
 	struct sock *sk;
 } __attribute__((preserve_access_index));
+
+/* Kernels where net.core.rmem_max is per network namespace. */
+struct netns_core___rmem {
+	int sysctl_rmem_max;
+} __attribute__((preserve_access_index));
+
+/* The most SO_RCVBUF gives a socket of @sk's network namespace. */
+static __always_inline __s64 rcvbuf_max_of(struct sock *sk)
+{
+	struct netns_core___rmem *core = NULL;
+
+	if (!bpf_core_field_exists(core->sysctl_rmem_max))
+		return rest_rcvbuf_max;
+	core = (void *)&sk->__sk_common.skc_net.net->core;
+	return 2 * (__s64)BPF_CORE_READ(core, sysctl_rmem_max);
+}
 
 static __always_inline bool ingress_resting(void)
 {
@@ -75,15 +92,17 @@ int BPF_PROG(rest_rcvbuf_grow, struct sock *sk, int time)
 static __always_inline void rest_setsockopt(struct bpf_sockopt *ctx, int val)
 {
 	struct bpf_sockopt_kern___rest *k;
-	__s64 rcvbuf = 2 * (__s64)val;
+	__s64 rcvbuf = 2 * (__s64)val, max;
 
 	if (!crowd_kern_ctx || !ingress_resting() || val <= 0)
 		return;
-	if (ctx->optname == SO_RCVBUF && rest_rcvbuf_max && rcvbuf > rest_rcvbuf_max)
-		rcvbuf = rest_rcvbuf_max;
 	k = bpf_cast_to_kern_ctx(ctx);
-	if (k->sk && ctx->sk)
-		rest_rcvbuf_check(bpf_sk_storage_get(&sock_charge, ctx->sk, 0, 0), k->sk, rcvbuf);
+	if (!k->sk || !ctx->sk)
+		return;
+	max = rcvbuf_max_of(k->sk);
+	if (ctx->optname == SO_RCVBUF && max > 0 && rcvbuf > max)
+		rcvbuf = max;
+	rest_rcvbuf_check(bpf_sk_storage_get(&sock_charge, ctx->sk, 0, 0), k->sk, rcvbuf);
 }
 
 #endif /* TCPBUF_ENFORCE_REST_BPF_H */

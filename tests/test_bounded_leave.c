@@ -28,9 +28,10 @@
  *   6. four connections in a cgroup whose guard gives each of their eight
  *      sockets a share of at least the bounded size: bounded as each is
  *      counted; SO_RCVBUFFORCE on one reader, which stalls: as in 4.
- *   7. where ingress may rest (src/enforce_rest.c), 1 and 5 with each pair
- *      left until its ingress link went: out of bounded as before, ingress
- *      linked again within 1 s of the leave, the peak as in 4;
+ *   7. where ingress may rest (src/enforce_rest.c), 1, 2 and 5 with each
+ *      pair left until its ingress link went: out of bounded as before,
+ *      ingress linked again within 1 s of the leave, the peak as in 4 (2:
+ *      still bounded and at rest where rmem_max keeps it within);
  *   8. there, SO_RCVBUFFORCE while the daemon is stopped: out of bounded by
  *      BPF alone, ingress still unlinked; after SIGCONT linked within 1 s and
  *      one warning that the limit was not enforced meanwhile; a clean stop
@@ -211,6 +212,8 @@ static void expect_bounded(const char *what, bool bounded)
 
 		test_log("%s: ingress linked again %d ms after the check", what, waited);
 		EXPECT_GE(waited, 0);
+	} else if (at_rest) {
+		EXPECT_TRUE(ingress_resting(cg));
 	}
 }
 
@@ -458,6 +461,12 @@ int main(void)
 		ASSERT_OK(daemon_reload_until(cg, PAGES(limit), 5000));
 		at_rest = true;
 		autotuning(limit);
+		pair_bounded(&c, &s, "at rest, SO_RCVBUF", 0);
+		v = (int)pair_share(limit);	/* doubled by the kernel, if rmem_max lets it */
+		ASSERT_OK(setsockopt(s, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v)));
+		rr(c, s, 1);
+		expect_bounded("at rest, SO_RCVBUF", buf_of(s, SO_RCVBUF) <= pair_share(limit));
+		pair_close(c, s);
 		pair_bounded(&c, &s, "at rest, SO_RCVBUFFORCE", (int)limit);
 		v = (int)limit;
 		ASSERT_OK(setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &v, sizeof(v)));
