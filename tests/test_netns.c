@@ -170,10 +170,19 @@ int main(void)
 		EXPECT_EQ(field(json, paths[i], "usage_pages"), 0);
 		EXPECT_EQ(field(json, paths[i], "sockets"), 0);
 	}
-	ASSERT_EQ(json_int_field(json, "socket_entries", &entries), JSON_FOUND);
 	/* Every one of ours went; the slack covers the host's own sockets
-	 * starting to hold memory meanwhile. */
-	test_log("closed: socket_entries %" PRId64, entries);
+	 * starting to hold memory meanwhile. A closed socket keeps its entry
+	 * until the kernel frees it, which an emulated guest can be slow to do
+	 * (16 entries still there at the first look once in a 6.12 guest). */
+	for (n = 0; n < 50; n++) {
+		ASSERT_EQ(json_int_field(json, "socket_entries", &entries), JSON_FOUND);
+		if (entries <= entries_loaded - (int64_t)NLEAVES * 2 * NCONN + 8)
+			break;
+		msleep(100);
+		free(json);
+		json = status_json();
+	}
+	test_log("closed: socket_entries %" PRId64 " (%d looks)", entries, n + 1);
 	EXPECT_LE(entries, entries_loaded - (int64_t)NLEAVES * 2 * NCONN + 8);
 	free(json);
 	skmem_netns_clear();
