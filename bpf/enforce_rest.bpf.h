@@ -18,6 +18,7 @@
 #include <bpf/bpf_tracing.h>
 
 #define SO_RCVBUFFORCE	33
+#define SOCK_RCVBUF_LOCK_BIT	2
 
 /* Set by the daemon: twice net.core.rmem_max, the most SO_RCVBUF gives
  * where that is the host's. */
@@ -64,27 +65,20 @@ static __always_inline void rest_rcvbuf_check(struct sock_charge *sc, struct soc
 
 /*
  * Autotuning: tcp_rcv_space_adjust() fires this before tcp_rcvbuf_grow()
- * raises sk_rcvbuf to the space of twice what the reader copied in the last
- * round trip (plus the out-of-order span, within the window), at most
- * tcp_rmem[2]: bounded here from above.
+ * raises sk_rcvbuf, by a factor that kernels keep changing, up to
+ * tcp_rmem[2] of the socket's namespace: taken as that. A bounded socket
+ * whose reader keeps up so well that autotuning grows it leaves bounded.
  */
 SEC("tp_btf/tcp_rcvbuf_grow")
 int BPF_PROG(rest_rcvbuf_grow, struct sock *sk, int time)
 {
-	struct tcp_sock *tp;
-	__u32 ratio, copied;
-	__s64 win, rcvbuf, cap;
+	__s64 cap;
 
-	if (!ingress_resting() || !(tp = bpf_skc_to_tcp_sock(sk)))
+	if (!ingress_resting() || (BPF_CORE_READ_BITFIELD(sk, sk_userlocks) & SOCK_RCVBUF_LOCK_BIT))
 		return 0;
-	copied = tp->copied_seq - tp->rcvq_space.seq;
-	win = 2 * (__s64)copied + tp->rcv_wnd;
-	ratio = rcv_scaling_ratio(tp);
-	rcvbuf = (win << 8) / (ratio ? ratio : 1);
 	cap = BPF_CORE_READ(sk, __sk_common.skc_net.net, ipv4.sysctl_tcp_rmem[2]);
-	if (cap > 0 && rcvbuf > cap)
-		rcvbuf = cap;
-	rest_rcvbuf_check(bpf_sk_storage_get(&sock_charge, sk, 0, 0), sk, rcvbuf);
+	rest_rcvbuf_check(bpf_sk_storage_get(&sock_charge, sk, 0, 0), sk,
+			  cap > 0 ? cap : TCPBUF_BOUNDED_SHARE_MAX);
 	return 0;
 }
 

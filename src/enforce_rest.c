@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Ingress at rest (sampled mode, kernel >= 6.17). A cgroup_skb program costs
+ * Ingress at rest (sampled mode, kernel >= 6.17; TCPBUF_INGRESS_REST=1 in the
+ * daemon's environment). A cgroup_skb program costs
  * its dispatch on every segment even when it returns at once: about 2% of a
  * request/response transaction over loopback. A topmost limited cgroup
  * whose sockets are all bounded (tcpbuf_bounded_share(): their buffers
@@ -51,7 +52,12 @@ static int rest_link_set(struct enforcer *e, bool on)
 
 void rest_init(struct enforcer *e, bool possible)
 {
-	e->rest_possible = possible && !getenv("TCPBUF_NO_REST");
+	const char *on = getenv("TCPBUF_INGRESS_REST");
+
+	/* Opt-in: growth by out-of-order data (tcp_data_queue_ofo()) passes
+	 * no tracepoint, so a lossy path can take a resting socket past its
+	 * share unseen. */
+	e->rest_possible = possible && on && !strcmp(on, "1");
 	e->rest_after_ms = enforce_mono_ms() + REST_QUIET_MS;
 	/* An earlier run's link runs its own program, and its ingress_rests
 	 * may be left set: decided anew by the first ingress_sync(). */

@@ -55,6 +55,7 @@ int main(void)
 	int lis, c, s, waited;
 
 	test_init();
+	setenv("TCPBUF_INGRESS_REST", "1", 1);	/* its cases at rest run */
 	if (!ingress_rest_possible())
 		SKIP("no tcp_rcvbuf_grow tracepoint (or TCPBUF_NO_REST): ingress never rests");
 	enforce_config(1000);

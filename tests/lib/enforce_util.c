@@ -1006,7 +1006,9 @@ int ingress_rest_possible(void)
 	size_t n;
 	int found = 0;
 
-	if (getenv("TCPBUF_NO_REST"))
+	const char *on = getenv("TCPBUF_INGRESS_REST");
+
+	if (!on || strcmp(on, "1"))
 		return 0;
 	f = fopen("/sys/kernel/btf/vmlinux", "re");
 	buf = malloc(64 << 20);

@@ -200,8 +200,9 @@ const char *daemon_mode(void);
 /* ------------------------------------------------------- ingress at rest */
 
 /* Whether the daemon may rest ingress here (src/enforce_rest.c: the kernel
- * has the tcp_rcvbuf_grow tracepoint, TCPBUF_NO_REST unset); sampled mode
- * is the caller's to check. */
+ * has the tcp_rcvbuf_grow tracepoint, TCPBUF_INGRESS_REST=1, which a test
+ * sets before daemon_start() to cover it); sampled mode is the caller's to
+ * check. */
 int ingress_rest_possible(void);
 /* Whether ingress rests at the topmost limited cgroup @cg: its link gone,
  * the autotuning watch linked. */
