@@ -223,11 +223,18 @@ static int top_cmp(const void *a, const void *b)
 }
 
 /* Whether @id is a topmost limited cgroup (tops is sorted by id). */
+/* The index of @id among the topmost limited cgroups, -1 if not one. */
+static long top_index(const struct enforcer *e, uint64_t id)
+{
+	struct enforce_cgroup key = { .id = id }, *t;
+
+	t = e->n_tops ? bsearch(&key, e->tops, e->n_tops, sizeof(*e->tops), top_cmp) : NULL;
+	return t ? t - e->tops : -1;
+}
+
 static bool tops_have(const struct enforcer *e, uint64_t id)
 {
-	struct enforce_cgroup key = { .id = id };
-
-	return e->n_tops && bsearch(&key, e->tops, e->n_tops, sizeof(*e->tops), top_cmp);
+	return top_index(e, id) >= 0;
 }
 
 /* Append; tops_sort() once done. */
@@ -347,12 +354,23 @@ static bool covered_near_at_first(const struct enforcer *e)
 int ingress_sync(struct enforcer *e)
 {
 	bool on = e->near == 1 || e->lost_seen || near_at_first_socket(e);
-	bool rest = on && !covered_near_at_first(e) && rest_begin(e) && rest_prepare(e);
+	bool *rests = NULL;	/* per top: it rests (rest_prepare()) */
 	size_t resting = 0;
 	int err = 0;
 
+	if (on && !covered_near_at_first(e) && rest_begin(e)) {
+		rests = calloc(e->n_tops ? e->n_tops : 1, sizeof(*rests));
+		if (!rests)
+			return -ENOMEM;
+		if (!rest_prepare(e, rests)) {
+			free(rests);
+			rests = NULL;
+		}
+	}
 	for (size_t i = 0; i < e->n_ingress;) {
-		if (on && tops_have(e, e->ingress[i].id) && !(rest && rest_top(e, e->ingress[i].id)))
+		long t = on ? top_index(e, e->ingress[i].id) : -1;
+
+		if (t >= 0 && !(rests && rests[t]))
 			i++;
 		else
 			ingress_detach(e, i);
@@ -360,15 +378,18 @@ int ingress_sync(struct enforcer *e)
 	for (size_t i = 0; on && i < e->n_tops; i++) {
 		int r;
 
-		if (rest && rest_top(e, e->tops[i].id)) {
+		if (rests && rests[i]) {
 			resting++;
 			continue;
 		}
 		r = ingress_attach(e, &e->tops[i]);
-		if (r == -ENOMEM)
+		if (r == -ENOMEM) {
+			free(rests);
 			return r;
+		}
 		err = err ?: r;
 	}
+	free(rests);
 	rest_end(e, resting);
 	return err;
 }

@@ -108,34 +108,9 @@ bool rest_begin(struct enforcer *e)
 	return true;
 }
 
-/*
- * Before the first ingress link goes: the autotuning watch linked, and the
- * listeners' MSS as a crowded cgroup's (cgroup_crowded() counts a bounded
- * level while ingress rests: no SYN drop holds a burst into it). Whether
- * some top may rest, with both done.
- */
-bool rest_prepare(struct enforcer *e)
-{
-	bool some = false;
-
-	if (e->resting)
-		return true;
-	for (size_t i = 0; i < e->n_tops && !some; i++)
-		some = rest_top(e, e->tops[i].id);
-	if (!some)
-		return false;
-	if (rest_link_set(e, true)) {
-		log_warn("enforcement: cannot attach the autotuning watch; ingress stays linked");
-		e->rest_possible = false;
-		return false;
-	}
-	crowd_pass(e);
-	return true;
-}
-
 /* Whether the topmost limited cgroup @id may rest: its sockets all bounded,
  * or none yet and its limit not near at the first (near_at_first_socket()). */
-bool rest_top(struct enforcer *e, uint64_t id)
+static bool rest_top(struct enforcer *e, uint64_t id)
 {
 	struct cgroup_usage u;
 
@@ -147,6 +122,30 @@ bool rest_top(struct enforcer *e, uint64_t id)
 		return u.established.dormant & TCPBUF_DORMANT_BOUNDED;
 	return !tcpbuf_near_next(0, 1, e->skel->rodata->sock_bound_pages,
 				 u.limits.pressure_pages, u.limits.max_pages);
+}
+
+/*
+ * Which tops may rest (@rests, one flag per e->tops entry, read once per
+ * sync), and before the first ingress link goes: the autotuning watch linked,
+ * and the listeners' MSS as a crowded cgroup's (cgroup_crowded() counts a
+ * bounded level while ingress rests: no SYN drop holds a burst into it).
+ * Whether some top may rest, with both done.
+ */
+bool rest_prepare(struct enforcer *e, bool *rests)
+{
+	bool some = false;
+
+	for (size_t i = 0; i < e->n_tops; i++)
+		some |= rests[i] = rest_top(e, e->tops[i].id);
+	if (!some || e->resting)
+		return some;
+	if (rest_link_set(e, true)) {
+		log_warn("enforcement: cannot attach the autotuning watch; ingress stays linked");
+		e->rest_possible = false;
+		return false;
+	}
+	crowd_pass(e);
+	return true;
 }
 
 /* After a sync that rested @resting tops: BPF stops watching if none. */

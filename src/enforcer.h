@@ -124,8 +124,7 @@ void rest_init(struct enforcer *e, bool possible);
 void rest_note(struct enforcer *e);
 void rest_late(uint64_t asked_ns);
 bool rest_begin(struct enforcer *e);
-bool rest_prepare(struct enforcer *e);
-bool rest_top(struct enforcer *e, uint64_t id);
+bool rest_prepare(struct enforcer *e, bool *rests);
 void rest_end(struct enforcer *e, size_t resting);
 void rest_stop(struct enforcer *e);
 
