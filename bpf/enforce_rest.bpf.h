@@ -5,8 +5,9 @@
  * topmost limited cgroup whose sockets are all bounded, so a request/response
  * load pays no cgroup_skb dispatch: docs/ENFORCEMENT.md). Ingress is what
  * notices a bounded socket growing past its share; without it, growth is
- * seen where it is decided: autotuning at tcp_rcvbuf_grow, SO_RCVBUF at
- * setsockopt (SO_SNDBUF widens the guard as before, enforce_setsockopt).
+ * seen where it is decided: autotuning at tcp_rcvbuf_grow, SO_RCVBUF and
+ * SO_RCVLOWAT at setsockopt (SO_SNDBUF widens the guard as before,
+ * enforce_setsockopt).
  * Either takes the socket's levels out of bounded, charges what the socket
  * holds, and wakes the daemon (bounded_epoch_bump()), which links ingress
  * and the samplers again.
@@ -18,7 +19,9 @@
 #include <bpf/bpf_tracing.h>
 
 #define SO_RCVBUFFORCE	33
+#define SO_RCVLOWAT	18
 #define SOCK_RCVBUF_LOCK_BIT	2
+#define TCP_RMEM_TO_WIN_SCALE	8
 
 /* Set by the daemon: twice net.core.rmem_max, the most SO_RCVBUF gives
  * where that is the host's. */
@@ -42,6 +45,20 @@ static __always_inline __s64 rcvbuf_max_of(struct sock *sk)
 		return rest_rcvbuf_max;
 	core = (void *)&sk->__sk_common.skc_net.net->core;
 	return 2 * (__s64)BPF_CORE_READ(core, sysctl_rmem_max);
+}
+
+/* The sk_rcvbuf SO_RCVLOWAT of @val gives an unlocked socket @sk: what
+ * holds that much window, @val at most half tcp_rmem[2] of its namespace
+ * (tcp_set_rcvlowat(), tcp_space_from_win()). */
+static __always_inline __s64 rcvlowat_rcvbuf(struct sock *sk, int val)
+{
+	__s64 half = BPF_CORE_READ(sk, __sk_common.skc_net.net, ipv4.sysctl_tcp_rmem[2]) >> 1;
+	struct tcp_sock___ratio *t = (void *)sk;
+	__u32 ratio = bpf_core_field_exists(t->scaling_ratio) ? BPF_CORE_READ(t, scaling_ratio) : 128;
+
+	__u64 win = val < half ? val : half;
+
+	return (__s64)((win << TCP_RMEM_TO_WIN_SCALE) / (ratio ? ratio : 1));
 }
 
 static __always_inline bool ingress_resting(void)
@@ -82,7 +99,8 @@ int BPF_PROG(rest_rcvbuf_grow, struct sock *sk, int time)
 	return 0;
 }
 
-/* SO_RCVBUF(FORCE), before the kernel applies it (enforce_setsockopt). */
+/* SO_RCVBUF(FORCE) and SO_RCVLOWAT, before the kernel applies them
+ * (enforce_setsockopt). */
 static __always_inline void rest_setsockopt(struct bpf_sockopt *ctx, int val)
 {
 	struct bpf_sockopt_kern___rest *k;
@@ -94,8 +112,13 @@ static __always_inline void rest_setsockopt(struct bpf_sockopt *ctx, int val)
 	if (!k->sk || !ctx->sk)
 		return;
 	max = rcvbuf_max_of(k->sk);
-	if (ctx->optname == SO_RCVBUF && max > 0 && rcvbuf > max)
+	if (ctx->optname == SO_RCVLOWAT) {
+		if (BPF_CORE_READ_BITFIELD(k->sk, sk_userlocks) & SOCK_RCVBUF_LOCK_BIT)
+			return;
+		rcvbuf = rcvlowat_rcvbuf(k->sk, val);
+	} else if (ctx->optname == SO_RCVBUF && max > 0 && rcvbuf > max) {
 		rcvbuf = max;
+	}
 	rest_rcvbuf_check(bpf_sk_storage_get(&sock_charge, ctx->sk, 0, 0), k->sk, rcvbuf);
 }
 

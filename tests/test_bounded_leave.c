@@ -28,7 +28,7 @@
  *   6. four connections in a cgroup whose guard gives each of their eight
  *      sockets a share of at least the bounded size: bounded as each is
  *      counted; SO_RCVBUFFORCE on one reader, which stalls: as in 4.
- *   7. where ingress may rest (src/enforce_rest.c), 1, 2 and 5 with each
+ *   7. where ingress may rest (src/enforce_rest.c), 1, 2, SO_RCVLOWAT and 5 with each
  *      pair left until its ingress link went: out of bounded as before,
  *      ingress linked again within 1 s of the leave, the peak as in 4 (2:
  *      still bounded and at rest where rmem_max keeps it within);
@@ -467,6 +467,18 @@ int main(void)
 		ASSERT_OK(setsockopt(s, SOL_SOCKET, SO_RCVBUF, &v, sizeof(v)));
 		rr(c, s, 1);
 		expect_bounded("at rest, SO_RCVBUF", buf_of(s, SO_RCVBUF) <= pair_share(limit));
+		pair_close(c, s);
+		/* SO_RCVLOWAT: tcp_set_rcvlowat() raises an unlocked
+		 * socket's sk_rcvbuf to hold that much, up to about
+		 * tcp_rmem[2]. */
+		pair_bounded(&c, &s, "at rest, SO_RCVLOWAT", 0);
+		v = (int)limit;
+		ASSERT_OK(setsockopt(s, SOL_SOCKET, SO_RCVLOWAT, &v, sizeof(v)));
+		test_log("at rest, SO_RCVLOWAT: sk_rcvbuf %d, bounded size %ld", buf_of(s, SO_RCVBUF),
+			 pair_share(limit));
+		expect_bounded("at rest, SO_RCVLOWAT", buf_of(s, SO_RCVBUF) <= pair_share(limit));
+		if (buf_of(s, SO_RCVBUF) > pair_share(limit))
+			stall_peak(c, s, limit, "at rest, SO_RCVLOWAT");
 		pair_close(c, s);
 		pair_bounded(&c, &s, "at rest, SO_RCVBUFFORCE", (int)limit);
 		v = (int)limit;
