@@ -245,9 +245,12 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 		return err;
 	wait_ms = sweep_wait_ms(e);
 	if (wait_ms > 0) {
-		/* Said once per busy spell, naming the latest cgroup to
-		 * change: the reaction times logged then include the wait. */
-		if (!e->pacing) {
+		double now = enforce_mono_ms();
+
+		/* Said once per busy spell (a second without a wait ends
+		 * one), naming the latest cgroup to change: the reaction
+		 * times logged then include the wait. */
+		if (!e->pacing || now - e->paced_ms > 1000) {
 			const struct tcpbuf_state_event *ev = &e->batch[e->n_batch ? e->n_batch - 1 : 0];
 			const char *path = e->n_batch && tree ?
 					   cgroup_tree_path(tree, ev->cgroup_id) : NULL;
@@ -257,6 +260,7 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 				 path ? path : "?", wait_ms, e->sweep_took_ms, SWEEP_GAP_RATIO + 1);
 		}
 		e->pacing = true;
+		e->paced_ms = now;
 		oneshot_arm(&e->pace, wait_ms);
 		return err;
 	}

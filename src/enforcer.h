@@ -54,6 +54,7 @@ struct enforcer {
 	struct oneshot hold;	/* far for NEAR_HOLD_MS, then unlink */
 	struct oneshot pace;	/* the next sweep for events is due */
 	bool pacing;		/* sweeps have waited since the last immediate one */
+	double paced_ms;	/* a sweep last waited then (CLOCK_MONOTONIC) */
 	double sweep_done_ms, sweep_took_ms;	/* the last sweep for events */
 	bool near_since_hold;	/* a cgroup turned near since the hold was armed */
 	bool by_pointer;	/* targets by struct cgroup address (iter/cgroup) */
