@@ -7,7 +7,7 @@
  * wmem_max). A socket is looked at as it is counted (sock_writer_wide()),
  * and here as SO_SNDBUF is set on it later: before the kernel applies it,
  * so no write can use the larger buffer while its cgroups still keep the
- * narrow guard. SO_RCVBUF and SO_RCVLOWAT while ingress rests: enforce_rest.bpf.h. Runs for
+ * narrow guard. SO_RCVBUF, SO_RCVLOWAT and SO_BUF_LOCK: enforce_rest.bpf.h. Runs for
  * setsockopt(2) calls, never for segments.
  */
 #ifndef TCPBUF_ENFORCE_SETSOCKOPT_BPF_H
@@ -27,7 +27,7 @@ int enforce_setsockopt(struct bpf_sockopt *ctx)
 
 	if (ctx->level == SOL_SOCKET &&
 	    (ctx->optname == SO_RCVBUF || ctx->optname == SO_RCVBUFFORCE ||
-	     ctx->optname == SO_RCVLOWAT) && sk &&
+	     ctx->optname == SO_RCVLOWAT || ctx->optname == SO_BUF_LOCK) && sk &&
 	    sk->protocol == IPPROTO_TCP_PROTO && (void *)(val + 1) <= ctx->optval_end) {
 		rest_setsockopt(ctx, *val);
 		goto out;

@@ -79,5 +79,7 @@ struct tcpbuf_state_event {
 					 * usage_pages: fallback_ctl.lost */
 #define TCPBUF_EVENT_REST	4	/* while ingress rests: a bounded level
 					 * counted a socket or left bounded */
+#define TCPBUF_EVENT_REST_RAISE	5	/* autotuning asked a rest-locked socket
+					 * to grow (enforce_rest.bpf.h) */
 
 #endif /* TCPBUF_ENFORCE_H */

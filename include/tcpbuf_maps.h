@@ -129,8 +129,11 @@ struct cgroup_usage {
 #define TCPBUF_SE_SENDER	16	/* counted in cgroup_usage.established.senders */
 #define TCPBUF_SE_FOLLOWED	32	/* sampled at syscalls and ingress, not capped (sampled
 					 * mode: a limited ancestor is dormant, none near) */
+#define TCPBUF_SE_REST_LOCK	64	/* sk_rcvbuf locked at its size while ingress rests
+					 * (enforce_rest.bpf.h) */
 #define TCPBUF_SE_FALLBACK	128	/* an entry of sock_fallback: counted in its cgroups'
 					 * unaccounted_sockets */
+#define TCPBUF_SE_REST_RAISE	256	/* rest-locked, and autotuning asked for more */
 
 /* The kernel's sk_userlocks bits (include/net/sock.h). */
 #define TCPBUF_SNDBUF_LOCK	1

@@ -336,17 +336,18 @@ void enforce_close(struct enforcer *e)
 {
 	if (!e)
 		return;
+	if (e->ctl)
+		rest_stop(e);	/* its last pass enters every namespace */
 	netns_set_map(-1);
-	if (e->ctl) {
-		rest_stop(e);
+	if (e->ctl)
 		munmap(e->ctl, sizeof(*e->ctl));
-	}
 	ring_buffer__free(e->events);
 	close(e->hold.fd);
 	close(e->pace.fd);
 	close(e->rest.fd);
 	bpf_link__destroy(e->sweep_link);
 	bpf_link__destroy(e->crowd_link);
+	bpf_link__destroy(e->rest_iter);
 	tops_clear(e);
 	free(e->tops);
 	for (size_t i = 0; i < e->n_ingress; i++)

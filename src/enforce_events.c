@@ -78,6 +78,10 @@ int on_event(void *ctx, void *data, size_t len)
 		unaccounted_note(ev->cgroup_id, ev->usage_pages);
 		return 0;
 	}
+	if (ev->kind == TCPBUF_EVENT_REST_RAISE) {
+		e->rest_raise = true;
+		return 0;
+	}
 	if (ev->kind == TCPBUF_EVENT_REST) {
 		if (!e->rest_woken || ev->time_ns < e->rest_woken_ns)
 			e->rest_woken_ns = ev->time_ns;
@@ -212,6 +216,11 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 	 * it from now on, near or far. */
 	if (e->lost_seen && !held_lost && (err = ingress_sync(e)))
 		return err;
+	/* Rest-locked sockets whose autotuning asked are raised. */
+	if (e->rest_raise) {
+		e->rest_raise = false;
+		rest_locks_pass(e);
+	}
 	/* Ingress back first, unpaced, where it rests: a bounded cgroup
 	 * counted a socket or left bounded, or some cgroup turned near. */
 	if (e->rest_woken || e->near_up || e->far_seen) {

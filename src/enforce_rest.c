@@ -9,9 +9,12 @@
  * ingress link goes once every limited cgroup has been far or bounded for
  * REST_QUIET_MS. Meanwhile enforce_rest.bpf.h watches where buffers grow,
  * and BPF wakes the daemon (TCPBUF_EVENT_REST) at a socket counted or a
- * level leaving bounded: ingress is linked again at once. A daemon that
- * stops cleanly links it first; docs/ENFORCEMENT.md says what holds while a
- * resting daemon is stopped.
+ * level leaving bounded: ingress is linked again at once. Out-of-order data
+ * grows a receive buffer past every tracepoint, so each bounded socket's is
+ * locked at its size as ingress goes (rest_locks), and raised once
+ * autotuning asks (TCPBUF_EVENT_REST_RAISE). A daemon that stops cleanly
+ * links ingress and lifts every rest lock first; docs/ENFORCEMENT.md says
+ * what holds while a resting daemon is stopped.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -23,6 +26,7 @@
 #include "enforce.skel.h"
 #include "log.h"
 #include "enforcer.h"
+#include "netns.h"
 #include "tcpbuf_policy.h"
 
 /* Connections counted closer together than this keep ingress linked:
@@ -50,19 +54,45 @@ static int rest_link_set(struct enforcer *e, bool on)
 	return err;
 }
 
+/* One rest_locks pass over every namespace's sockets: locks while
+ * enforce_ctl.ingress_rests is set, raises where autotuning asked, or lifts
+ * every lock (rest_release_all). */
+void rest_locks_pass(struct enforcer *e)
+{
+	int n;
+
+	if (!e->rest_iter)
+		return;
+	n = netns_iter_each(bpf_link__fd(e->rest_iter), netns_iter_drain, NULL);
+	if (n)
+		log_warn("enforcement: rest locks' pass failed: %s", strerror(-n));
+}
+
+static void rest_release(struct enforcer *e)
+{
+	e->skel->bss->rest_release_all = true;
+	rest_locks_pass(e);
+}
+
 void rest_init(struct enforcer *e, bool possible)
 {
 	const char *on = getenv("TCPBUF_INGRESS_REST");
 
-	/* Opt-in: growth by out-of-order data (tcp_data_queue_ofo()) passes
-	 * no tracepoint, so a lossy path can take a resting socket past its
-	 * share unseen. */
+	/* Opt-in: docs/ENFORCEMENT.md, "Near and far". */
 	e->rest_possible = possible && on && !strcmp(on, "1");
 	e->rest_after_ms = enforce_mono_ms() + REST_QUIET_MS;
+	e->rest_iter = bpf_program__attach_iter(e->skel->progs.rest_locks, NULL);
 	/* An earlier run's link runs its own program, and its ingress_rests
-	 * may be left set: decided anew by the first ingress_sync(). */
+	 * may be left set: decided anew by the first ingress_sync(). Locks
+	 * an earlier run left are lifted unless this one watches them. */
 	rest_link_set(e, false);
 	__atomic_store_n(&e->ctl->ingress_rests, 0, __ATOMIC_RELEASE);
+	if (e->rest_possible && (!e->rest_iter || rest_link_set(e, true))) {
+		log_warn("enforcement: cannot attach the rest's watches; ingress stays linked");
+		e->rest_possible = false;
+	}
+	if (!e->rest_possible)
+		rest_release(e);
 }
 
 /* Asked for ingress back at @asked_ns: said loudly if the daemon did not
@@ -137,14 +167,12 @@ bool rest_prepare(struct enforcer *e, bool *rests)
 
 	for (size_t i = 0; i < e->n_tops; i++)
 		some |= rests[i] = rest_top(e, e->tops[i].id);
-	if (!some || e->resting)
-		return some;
-	if (rest_link_set(e, true)) {
-		log_warn("enforcement: cannot attach the autotuning watch; ingress stays linked");
-		e->rest_possible = false;
+	if (!some)
 		return false;
-	}
-	crowd_pass(e);
+	/* Sockets counted since the last pass get their lock. */
+	rest_locks_pass(e);
+	if (!e->resting)
+		crowd_pass(e);
 	return true;
 }
 
@@ -159,8 +187,8 @@ void rest_end(struct enforcer *e, size_t resting)
 		e->resting = true;
 		return;
 	}
+	/* The autotuning watch stays: rest-locked sockets ask through it. */
 	__atomic_store_n(&e->ctl->ingress_rests, 0, __ATOMIC_RELEASE);
-	rest_link_set(e, false);
 	/* Listeners the rest gave the crowded MSS get theirs back. */
 	if (e->resting)
 		crowd_pass(e);
@@ -177,10 +205,16 @@ int enforce_rest_expired(struct enforcer *e)
 	return oneshot_fired(&e->rest) ? ingress_sync(e) : 0;
 }
 
-/* Before the daemon goes: ingress linked wherever it would be without rest. */
+/* Before the daemon goes: ingress linked wherever it would be without rest,
+ * and no socket left locked for a rest. */
 void rest_stop(struct enforcer *e)
 {
+	bool was = e->rest_possible;
+
 	e->rest_possible = false;
 	if (e->resting)
 		ingress_sync(e);
+	if (was)
+		rest_release(e);
+	rest_link_set(e, false);
 }

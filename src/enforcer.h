@@ -77,6 +77,8 @@ struct enforcer {
 	bool rest_possible;	/* sampled mode, kernel >= 6.17 */
 	bool resting;		/* some topmost limited cgroup has no ingress link for it */
 	bool rest_woken;	/* in this batch, BPF asked for ingress back */
+	bool rest_raise;	/* in this batch, a rest-locked socket asked to grow */
+	struct bpf_link *rest_iter;	/* rest_locks: the rest's locks and raises */
 	uint64_t rest_woken_ns;	/* first asked at (CLOCK_MONOTONIC) */
 	double rest_after_ms;	/* not before (quiet since the last socket counted) */
 	struct oneshot rest;	/* then ingress_sync() */
@@ -126,6 +128,7 @@ void rest_note(struct enforcer *e);
 void rest_late(uint64_t asked_ns);
 bool rest_begin(struct enforcer *e);
 bool rest_prepare(struct enforcer *e, bool *rests);
+void rest_locks_pass(struct enforcer *e);
 void rest_end(struct enforcer *e, size_t resting);
 void rest_stop(struct enforcer *e);
 

@@ -28,10 +28,11 @@
  *   6. four connections in a cgroup whose guard gives each of their eight
  *      sockets a share of at least the bounded size: bounded as each is
  *      counted; SO_RCVBUFFORCE on one reader, which stalls: as in 4.
- *   7. where ingress may rest (src/enforce_rest.c), 1, 2, SO_RCVLOWAT and 5 with each
- *      pair left until its ingress link went: out of bounded as before,
- *      ingress linked again within 1 s of the leave, the peak as in 4 (2:
- *      still bounded and at rest where rmem_max keeps it within);
+ *   7. where ingress may rest (src/enforce_rest.c), 1, 2, SO_RCVLOWAT and 5
+ *      with each pair left until its ingress link went: out of bounded as
+ *      before, ingress linked again within 1 s of the leave, the peak as in
+ *      4 (2: still bounded and at rest where rmem_max keeps it within;
+ *      SO_RCVLOWAT: likewise where the rest's lock holds the buffer);
  *   8. there, SO_RCVBUFFORCE while the daemon is stopped: out of bounded by
  *      BPF alone, ingress still unlinked; after SIGCONT linked within 1 s and
  *      one warning that the limit was not enforced meanwhile; a clean stop

@@ -9,7 +9,8 @@
  *   1. inflate: app-limited writers (6 or 4 KiB a millisecond, 1 KiB every
  *      200 us; 1 s each) and a reader that reads as data comes: wherever
  *      ingress rests and the cgroup is still bounded, the reader's
- *      sk_rcvbuf is within its bounded share;
+ *      sk_rcvbuf is what it was as ingress went or a doubling of it (the
+ *      rest's lock, raised where autotuning asked), within its share;
  *   2. stall: the reader stops and the writer writes as fast as it can for
  *      2 s: the cgroup's peak by sock_diag every 10 ms stays within 1.05 x
  *      max, and every byte arrives once it reads again.
@@ -112,7 +113,7 @@ int main(void)
 	 * writers, their reader kept below autotuning's notice longest. */
 	static const int shapes[][2] = { { 6144, 1000 }, { 4096, 1000 }, { 1024, 200 } };
 	int usage;
-	int lis, c, s, lossy, rb, rb_rest = 0, rb_max = 0, waited;
+	int lis, c, s, lossy, rb, rb0, rb_rest = 0, rb_max = 0, odd = 0, waited;
 	double t0;
 	ssize_t n;
 	const char *cg;
@@ -153,8 +154,8 @@ int main(void)
 	ASSERT_EQ(write(c, "x", 1), 1);
 	ASSERT_EQ(read(s, buf, 1), 1);
 	waited = ingress_rest_wait(cg, 1, 3000);
-	test_log("one connection: ingress at rest after %d ms, reader's sk_rcvbuf %d", waited,
-		 rcvbuf_of(s));
+	rb0 = rcvbuf_of(s);
+	test_log("one connection: ingress at rest after %d ms, reader's sk_rcvbuf %d", waited, rb0);
 	ASSERT_TRUE(waited >= 0);
 	usage = daemon_pinned_fd("cgroup_usage");
 	ASSERT_TRUE(usage >= 0);
@@ -177,14 +178,20 @@ int main(void)
 			rb = rcvbuf_of(s);
 			if (rb > rb_max)
 				rb_max = rb;
-			if (dormant_of(usage, cg) == 3 && ingress_resting(cg) && rb > rb_rest)
-				rb_rest = rb;
+			if (dormant_of(usage, cg) == 3 && ingress_resting(cg)) {
+				if (rb > rb_rest)
+					rb_rest = rb;
+				/* Only the rest's raises: doublings of rb0. */
+				if (rb % rb0 || (rb / rb0 & (rb / rb0 - 1)))
+					odd = rb;
+			}
 			usleep(shapes[i][1]);
 		}
 	}
 	test_log("inflate: %" PRIu64 " bytes, reader's sk_rcvbuf up to %d (%d while ingress "
-		 "rested bounded; share %ld), ingress %s", sent, rb_max, rb_rest, share,
-		 ingress_resting(cg) ? "at rest" : "linked");
+		 "rested bounded, %d not a doubling of %d; share %ld), ingress %s", sent, rb_max,
+		 rb_rest, odd, rb0, share, ingress_resting(cg) ? "at rest" : "linked");
+	EXPECT_EQ(odd, 0);
 	EXPECT_LE(rb_rest, share);
 
 	/* 2. */

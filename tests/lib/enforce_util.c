@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "enforce_util.h"
+#include "tcpbuf_enforce.h"
 #include "load.h"
 #include "harness.h"
 #include "skmem.h"
@@ -1032,10 +1033,14 @@ static int link_pinned(const char *name)
 
 int ingress_resting(const char *cg)
 {
+	struct tcpbuf_enforce_ctl ctl = {};
+	uint32_t key = 0;
 	char name[64];
 
+	if (daemon_pinned_lookup("enforce_ctl", &key, &ctl))
+		memset(&ctl, 0, sizeof(ctl));
 	snprintf(name, sizeof(name), "ingress-%llu", (unsigned long long)cg_id(cg));
-	return !link_pinned(name) && link_pinned("rest_rcvbuf_grow");
+	return !link_pinned(name) && ctl.ingress_rests;
 }
 
 int ingress_rest_wait(const char *cg, int want, int timeout_ms)

@@ -205,7 +205,7 @@ const char *daemon_mode(void);
  * check. */
 int ingress_rest_possible(void);
 /* Whether ingress rests at the topmost limited cgroup @cg: its link gone,
- * the autotuning watch linked. */
+ * enforce_ctl.ingress_rests set. */
 int ingress_resting(const char *cg);
 /* Wait until ingress_resting(@cg) is @want: the ms waited, or -1 after
  * @timeout_ms. */
