@@ -239,9 +239,10 @@ static __always_inline bool sock_bounded_ok(const struct sock *sk, __s64 share)
 				      (__s64)writer << TCPBUF_PAGE_SHIFT);
 }
 
-/* Wake the daemon to link ingress again: a bounded level changed while it
- * rests. Global: called from the count walk, which has no stack to spare. */
-__noinline int rest_wake(void)
+/* Wake the daemon for the rest (enforce_rest.c): @kind TCPBUF_EVENT_REST, a
+ * bounded level changed while ingress rests, or TCPBUF_EVENT_REST_RAISE.
+ * Global: called from the count walk, which has no stack to spare. */
+__noinline int rest_wake(__u32 kind)
 {
 	struct tcpbuf_state_event *ev;
 
@@ -250,7 +251,7 @@ __noinline int rest_wake(void)
 		return 0;
 	__builtin_memset(ev, 0, sizeof(*ev));
 	ev->time_ns = bpf_ktime_get_ns();
-	ev->kind = TCPBUF_EVENT_REST;
+	ev->kind = kind;
 	bpf_ringbuf_submit(ev, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
@@ -266,7 +267,7 @@ static __always_inline void bounded_epoch_bump(void)
 		return;
 	__sync_fetch_and_add(&ctl->epoch, 1);
 	if (*(volatile __u32 *)&ctl->ingress_rests)
-		rest_wake();
+		rest_wake(TCPBUF_EVENT_REST);
 }
 
 /* Whether a cgroup near by its sockets' reach is dormant (@dormant before)

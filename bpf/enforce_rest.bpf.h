@@ -97,21 +97,6 @@ static __always_inline __s64 rest_raise_size(struct sock *sk)
 	return want < cap ? want : cap;
 }
 
-/* Ask the daemon for a rest_locks pass that raises. Global: its own stack. */
-__noinline int rest_raise_wake(void)
-{
-	struct tcpbuf_state_event *ev;
-
-	ev = bpf_ringbuf_reserve(&enforce_events, sizeof(*ev), 0);
-	if (!ev)
-		return 0;
-	__builtin_memset(ev, 0, sizeof(*ev));
-	ev->time_ns = bpf_ktime_get_ns();
-	ev->kind = TCPBUF_EVENT_REST_RAISE;
-	bpf_ringbuf_submit(ev, BPF_RB_FORCE_WAKEUP);
-	return 0;
-}
-
 /*
  * Autotuning: tcp_rcv_space_adjust() fires this before tcp_rcvbuf_grow()
  * raises sk_rcvbuf, by a factor that kernels keep changing, up to
@@ -130,7 +115,7 @@ int BPF_PROG(rest_rcvbuf_grow, struct sock *sk, int time)
 		if (!(sc->enforce.flags & TCPBUF_SE_REST_RAISE)) {
 			sc->enforce.flags |= TCPBUF_SE_REST_RAISE;
 			rest_rcvbuf_check(sc, sk, rest_raise_size(sk));
-			rest_raise_wake();
+			rest_wake(TCPBUF_EVENT_REST_RAISE);
 		}
 		return 0;
 	}

@@ -45,8 +45,7 @@ static int mss_of(int fd)
 
 int main(void)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t alen = sizeof(a);
+	struct sockaddr_in a;
 	struct xload *warm, *l;
 	struct peak_sampler *ps;
 	char msg[256];
@@ -55,25 +54,13 @@ int main(void)
 	int lis, c, s, waited;
 
 	test_init();
-	setenv("TCPBUF_INGRESS_REST", "1", 1);	/* its cases at rest run */
-	if (!ingress_rest_possible())
-		SKIP("no tcp_rcvbuf_grow tracepoint (or TCPBUF_NO_REST): ingress never rests");
-	enforce_config(1000);
-	ASSERT_OK(daemon_start(""));
-	if (strcmp(daemon_mode(), "sampled"))
-		SKIP("%s mode: ingress rests in sampled mode only", daemon_mode());
+	rest_daemon_start(1000);
 	cg = cg_create("b");
 	limit = PAGES(bounded_limit());
 	limits_write(cg, limit, 0, 0, 0);
 	ASSERT_OK(daemon_reload_until(cg, limit, 5000));
 
-	ASSERT_OK(cg_enter(cg));
-	lis = socket(AF_INET, SOCK_STREAM, 0);
-	ASSERT_TRUE(lis >= 0);
-	ASSERT_OK(bind(lis, (void *)&a, sizeof(a)));
-	ASSERT_OK(listen(lis, 4));
-	ASSERT_OK(getsockname(lis, (void *)&a, &alen));
-	ASSERT_OK(cg_leave());
+	lis = listener_in(cg, &a, 4);
 	test_log("listener's MSS before the rest: %d", mss_of(lis));
 	EXPECT_NE(mss_of(lis), TCPBUF_CROWD_MSS);
 

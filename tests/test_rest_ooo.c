@@ -103,9 +103,8 @@ static int rcvbuf_of(int fd)
 
 int main(void)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	struct sockaddr_in a;
 	static char buf[1 << 16];
-	socklen_t alen = sizeof(a);
 	struct peak_sampler *ps;
 	uint64_t sent = 0, got = 0;
 	long limit = 4 * MIB, share;
@@ -119,13 +118,7 @@ int main(void)
 	const char *cg;
 
 	test_init();
-	setenv("TCPBUF_INGRESS_REST", "1", 1);
-	if (!ingress_rest_possible())
-		SKIP("no tcp_rcvbuf_grow tracepoint (or TCPBUF_NO_REST): ingress never rests");
-	enforce_config(1000);
-	ASSERT_OK(daemon_start(""));
-	if (strcmp(daemon_mode(), "sampled"))
-		SKIP("%s mode: ingress rests in sampled mode only", daemon_mode());
+	rest_daemon_start(1000);
 	/* The smallest limit that leaves one reader bounded. */
 	while (bounded_share_for(limit, 1, narrow_writer_ceiling()) <= 0 && limit < (1L << 34))
 		limit += 256 * 1024;
@@ -138,13 +131,7 @@ int main(void)
 
 	/* The reader is accepted from a listener in the cgroup; the writer
 	 * stays out of it. */
-	ASSERT_OK(cg_enter(cg));
-	lis = socket(AF_INET, SOCK_STREAM, 0);
-	ASSERT_TRUE(lis >= 0);
-	ASSERT_OK(bind(lis, (void *)&a, sizeof(a)));
-	ASSERT_OK(listen(lis, 1));
-	ASSERT_OK(getsockname(lis, (void *)&a, &alen));
-	ASSERT_OK(cg_leave());
+	lis = listener_in(cg, &a, 1);
 	c = socket(AF_INET, SOCK_STREAM, 0);
 	ASSERT_TRUE(c >= 0);
 	ASSERT_OK(connect(c, (void *)&a, sizeof(a)));

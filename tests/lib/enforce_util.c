@@ -1031,6 +1031,33 @@ static int link_pinned(const char *name)
 	return !access(path, F_OK);
 }
 
+void rest_daemon_start(unsigned sample_ms)
+{
+	setenv("TCPBUF_INGRESS_REST", "1", 1);
+	if (!ingress_rest_possible())
+		SKIP("no tcp_rcvbuf_grow tracepoint (or TCPBUF_NO_REST): ingress never rests");
+	enforce_config(sample_ms);
+	ASSERT_OK(daemon_start(""));
+	if (strcmp(daemon_mode(), "sampled"))
+		SKIP("%s mode: ingress rests in sampled mode only", daemon_mode());
+}
+
+int listener_in(const char *cg, struct sockaddr_in *a, int backlog)
+{
+	socklen_t alen = sizeof(*a);
+	int lis;
+
+	*a = (struct sockaddr_in){ .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	ASSERT_OK(cg_enter(cg));
+	lis = socket(AF_INET, SOCK_STREAM, 0);
+	ASSERT_TRUE(lis >= 0);
+	ASSERT_OK(bind(lis, (void *)a, sizeof(*a)));
+	ASSERT_OK(listen(lis, backlog));
+	ASSERT_OK(getsockname(lis, (void *)a, &alen));
+	ASSERT_OK(cg_leave());
+	return lis;
+}
+
 int ingress_resting(const char *cg)
 {
 	struct tcpbuf_enforce_ctl ctl = {};

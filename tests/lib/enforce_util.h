@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <netinet/in.h>
 #include <sys/types.h>
 
 #define MIB (1024 * 1024)
@@ -204,6 +205,14 @@ const char *daemon_mode(void);
  * sets before daemon_start() to cover it); sampled mode is the caller's to
  * check. */
 int ingress_rest_possible(void);
+/* The daemon started with ingress allowed to rest (TCPBUF_INGRESS_REST=1)
+ * and enforce_config(@sample_ms); the test skipped (saying why) where
+ * ingress never rests. */
+void rest_daemon_start(unsigned sample_ms);
+/* A listener on 127.0.0.1, port chosen by the kernel, made in cgroup @cg
+ * (what it accepts is @cg's): its fd, its address in *@a; the test fails
+ * otherwise. */
+int listener_in(const char *cg, struct sockaddr_in *a, int backlog);
 /* Whether ingress rests at the topmost limited cgroup @cg: its link gone,
  * enforce_ctl.ingress_rests set. */
 int ingress_resting(const char *cg);
