@@ -59,7 +59,6 @@ static __always_inline __s64 rcvlowat_rcvbuf(struct sock *sk, int val)
 	__s64 half = BPF_CORE_READ(sk, __sk_common.skc_net.net, ipv4.sysctl_tcp_rmem[2]) >> 1;
 	struct tcp_sock___ratio *t = (void *)sk;
 	__u32 ratio = bpf_core_field_exists(t->scaling_ratio) ? BPF_CORE_READ(t, scaling_ratio) : 128;
-
 	__u64 win = val < half ? val : half;
 
 	return (__s64)((win << TCP_RMEM_TO_WIN_SCALE) / (ratio ? ratio : 1));
@@ -194,13 +193,13 @@ static __always_inline void rest_setsockopt(struct bpf_sockopt *ctx, int val)
 	struct sock_charge *sc;
 	__s64 rcvbuf = 2 * (__s64)val, max;
 
-	if (!crowd_kern_ctx || !ctx->sk)
+	if (!ctx->sk)
 		return;
 	sc = bpf_sk_storage_get(&sock_charge, ctx->sk, 0, 0);
 	if (sc && ctx->optname != SO_RCVLOWAT &&
 	    (ctx->optname != SO_BUF_LOCK || !(val & SOCK_RCVBUF_LOCK_BIT)))
 		sc->enforce.flags &= ~(TCPBUF_SE_REST_LOCK | TCPBUF_SE_REST_RAISE);
-	if (!ingress_resting() || (val <= 0 && ctx->optname != SO_BUF_LOCK))
+	if (!crowd_kern_ctx || !ingress_resting() || (val <= 0 && ctx->optname != SO_BUF_LOCK))
 		return;
 	k = bpf_cast_to_kern_ctx(ctx);
 	if (!k->sk)

@@ -315,7 +315,6 @@ int enforce_start(const struct enforce_opts *o, struct enforcer **out)
 		goto fail;
 	}
 	ingress_adopt(e);
-	rest_init(e, rest && e->skel->rodata->near_guard_bounded_rcvbuf);
 	{
 		/* Pins of an earlier run: its lost sockets are still refused. */
 		struct tcpbuf_fallback_ctl fc;
@@ -325,6 +324,9 @@ int enforce_start(const struct enforce_opts *o, struct enforcer **out)
 						    &fc) && fc.lost;
 	}
 	netns_set_map(bpf_map__fd(e->skel->maps.netns_seen));
+	/* After the namespaces' map: locks an earlier run left in containers'
+	 * namespaces are lifted there. */
+	rest_init(e, rest && e->skel->rodata->near_guard_bounded_rcvbuf);
 	*out = e;
 	return 0;
 fail:

@@ -222,8 +222,8 @@ static int top_cmp(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-/* Whether @id is a topmost limited cgroup (tops is sorted by id). */
-/* The index of @id among the topmost limited cgroups, -1 if not one. */
+/* The index of @id among the topmost limited cgroups (sorted by id), -1 if
+ * not one. */
 static long top_index(const struct enforcer *e, uint64_t id)
 {
 	struct enforce_cgroup key = { .id = id }, *t;

@@ -34,6 +34,8 @@
 #define REST_QUIET_MS	250
 #define REST_LATE_MS	1000
 
+/* The autotuning watch linked (@on) or not. Unlinking says 1 if there was
+ * one. */
 static int rest_link_set(struct enforcer *e, bool on)
 {
 	char path[PATH_MAX];
@@ -43,7 +45,7 @@ static int rest_link_set(struct enforcer *e, bool on)
 	if (enforce_link_path(e, path, sizeof(path), "rest_rcvbuf_grow"))
 		return -ENAMETOOLONG;
 	if (!on)
-		return unlink(path) && errno != ENOENT ? -errno : 0;
+		return !unlink(path) ? 1 : errno != ENOENT ? -errno : 0;
 	if (!access(path, F_OK))
 		return 0;
 	link = bpf_program__attach(e->skel->progs.rest_rcvbuf_grow);
@@ -77,21 +79,23 @@ static void rest_release(struct enforcer *e)
 void rest_init(struct enforcer *e, bool possible)
 {
 	const char *on = getenv("TCPBUF_INGRESS_REST");
+	bool left;
 
 	/* Opt-in: docs/ENFORCEMENT.md, "Near and far". */
 	e->rest_possible = possible && on && !strcmp(on, "1");
 	e->rest_after_ms = enforce_mono_ms() + REST_QUIET_MS;
 	e->rest_iter = bpf_program__attach_iter(e->skel->progs.rest_locks, NULL);
 	/* An earlier run's link runs its own program, and its ingress_rests
-	 * may be left set: decided anew by the first ingress_sync(). Locks
-	 * an earlier run left are lifted unless this one watches them. */
-	rest_link_set(e, false);
+	 * may be left set: decided anew by the first ingress_sync(). A link
+	 * still there means that run rested and did not stop cleanly: the
+	 * locks it left are lifted unless this run watches them. */
+	left = rest_link_set(e, false) > 0;
 	__atomic_store_n(&e->ctl->ingress_rests, 0, __ATOMIC_RELEASE);
 	if (e->rest_possible && (!e->rest_iter || rest_link_set(e, true))) {
 		log_warn("enforcement: cannot attach the rest's watches; ingress stays linked");
 		e->rest_possible = false;
 	}
-	if (!e->rest_possible)
+	if (left && !e->rest_possible)
 		rest_release(e);
 }
 
@@ -156,10 +160,10 @@ static bool rest_top(struct enforcer *e, uint64_t id)
 
 /*
  * Which tops may rest (@rests, one flag per e->tops entry, read once per
- * sync), and before the first ingress link goes: the autotuning watch linked,
- * and the listeners' MSS as a crowded cgroup's (cgroup_crowded() counts a
- * bounded level while ingress rests: no SYN drop holds a burst into it).
- * Whether some top may rest, with both done.
+ * sync), and before any ingress link goes: each bounded socket locked
+ * (rest_locks), and the listeners' MSS as a crowded cgroup's
+ * (cgroup_crowded() counts a bounded level while ingress rests: no SYN drop
+ * holds a burst into it). Whether some top may rest, with both done.
  */
 bool rest_prepare(struct enforcer *e, bool *rests)
 {
@@ -176,7 +180,8 @@ bool rest_prepare(struct enforcer *e, bool *rests)
 	return true;
 }
 
-/* After a sync that rested @resting tops: BPF stops watching if none. */
+/* After a sync that rested @resting tops: with none, BPF no longer wakes the
+ * daemon for counted sockets (the autotuning watch stays for the locks). */
 void rest_end(struct enforcer *e, size_t resting)
 {
 	if (resting && !e->resting)
@@ -187,7 +192,6 @@ void rest_end(struct enforcer *e, size_t resting)
 		e->resting = true;
 		return;
 	}
-	/* The autotuning watch stays: rest-locked sockets ask through it. */
 	__atomic_store_n(&e->ctl->ingress_rests, 0, __ATOMIC_RELEASE);
 	/* Listeners the rest gave the crowded MSS get theirs back. */
 	if (e->resting)
@@ -214,7 +218,10 @@ void rest_stop(struct enforcer *e)
 	e->rest_possible = false;
 	if (e->resting)
 		ingress_sync(e);
-	if (was)
+	/* Without rest this run never linked the watch (rest_init() took an
+	 * earlier run's away). */
+	if (was) {
 		rest_release(e);
-	rest_link_set(e, false);
+		rest_link_set(e, false);
+	}
 }
