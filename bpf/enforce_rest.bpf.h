@@ -27,6 +27,28 @@
 #define SOCK_RCVBUF_LOCK_BIT	2
 #define TCP_RMEM_TO_WIN_SCALE	8
 
+/* The topmost limited cgroups whose ingress rests (or is about to), as the
+ * daemon decided before its last pass (IngressRest=auto rests only some):
+ * only their sockets are locked. Sized by the daemon to cgroup_limits. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, TCPBUF_MAX_CGROUPS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64);
+	__type(value, __u8);
+} rest_tops SEC(".maps");
+
+/* Whether the socket of @sc is in a resting top: its farthest limited
+ * ancestor (ancestors[], nearest first) is one. */
+static __always_inline bool sock_top_rests(struct sock_charge *sc)
+{
+	__u32 n = sc->levels;
+
+	if (!n || n > TCPBUF_MAX_DEPTH)
+		return false;
+	return bpf_map_lookup_elem(&rest_tops, &sc->ancestors[(n - 1) & (TCPBUF_MAX_DEPTH - 1)]);
+}
+
 /* Set by the daemon: twice net.core.rmem_max, the most SO_RCVBUF gives
  * where that is the host's. */
 const volatile __s64 rest_rcvbuf_max = 0;
@@ -130,8 +152,9 @@ bool rest_release_all = false;
 
 /*
  * Run by the daemon (src/enforce_rest.c): before ingress goes, each followed
- * socket that is bounded, not locked and not armed gets SO_RCVBUF of its own
- * size, which locks it (past what SO_RCVBUF gives, at that);
+ * socket of a resting top (rest_tops) that is bounded, not locked and not
+ * armed gets SO_RCVBUF of its own size, which locks it (past what SO_RCVBUF
+ * gives, at that);
  * a rest-locked socket autotuning asked to grow is raised (rest_raise_size();
  * an armed one's caps clamp it again at its next callback); at the daemon's
  * stop every rest lock is raised as far as it goes.
@@ -168,7 +191,8 @@ int rest_locks(struct bpf_iter__tcp *ctx)
 	if (rest_release_all || !ingress_resting() ||
 	    (sc->enforce.flags & (TCPBUF_SE_REST_LOCK | TCPBUF_SE_LIMITED)) ||
 	    !(sc->enforce.flags & TCPBUF_SE_FOLLOWED) ||
-	    (BPF_CORE_READ_BITFIELD(sk, sk_userlocks) & SOCK_RCVBUF_LOCK_BIT))
+	    (BPF_CORE_READ_BITFIELD(sk, sk_userlocks) & SOCK_RCVBUF_LOCK_BIT) ||
+	    !sock_top_rests(sc))
 		return 0;
 	if (!bounded_look(sc, sk->sk_rcvbuf, sock_bounded_ok(sk, TCPBUF_BOUNDED_SHARE_MAX)))
 		return 0;

@@ -252,6 +252,14 @@ TCPBUF_POLICY bool tcpbuf_ingress_refuses(__s64 want, __s64 effective, __s64 max
 
 /* ----------------------------------------------------------- near and far */
 
+/* The threshold near and far are judged against: pressure, or max without
+ * one (0: neither). */
+TCPBUF_POLICY __u64 tcpbuf_threshold(__u64 pressure_pages, __u64 max_pages)
+{
+	return pressure_pages && (!max_pages || pressure_pages < max_pages) ? pressure_pages
+									    : max_pages;
+}
+
 /*
  * Near and far. The kernel bounds what one socket can hold whatever anyone
  * does: its autotuned (or SO_*BUF) buffers, plus an skb each way. While a
@@ -266,8 +274,7 @@ TCPBUF_POLICY bool tcpbuf_ingress_refuses(__s64 want, __s64 effective, __s64 max
 TCPBUF_POLICY __u32 tcpbuf_near_next(__u32 near, __s64 sockets, __u64 bound_pages,
 				     __u64 pressure_pages, __u64 max_pages)
 {
-	__u64 t = pressure_pages && (!max_pages || pressure_pages < max_pages) ? pressure_pages
-									       : max_pages;
+	__u64 t = tcpbuf_threshold(pressure_pages, max_pages);
 	__u64 reach = sockets > 0 ? (__u64)sockets * bound_pages : 0;
 
 	if (!t)
@@ -290,8 +297,7 @@ TCPBUF_POLICY __u32 tcpbuf_near_next(__u32 near, __s64 sockets, __u64 bound_page
 TCPBUF_POLICY __s64 tcpbuf_near_guard(__u64 pressure_pages, __u64 max_pages, __s64 sockets,
 				      __u64 growth_pages)
 {
-	__u64 t = pressure_pages && (!max_pages || pressure_pages < max_pages) ? pressure_pages
-									       : max_pages;
+	__u64 t = tcpbuf_threshold(pressure_pages, max_pages);
 	__u64 reach = sockets > 0 ? (__u64)sockets * growth_pages : 0;
 
 	if (!growth_pages || reach >= t)
@@ -436,6 +442,32 @@ TCPBUF_POLICY __s64 tcpbuf_bounded_rcvbuf(__s64 tcp_rmem_def, __s64 tcp_rmem_max
 	return want > 0 && want < (1LL << 30) ? want : 0;
 }
 
+/*
+ * Whether ingress at rest costs a topmost limited cgroup's sockets nothing
+ * (IngressRest=auto). The rest locks each bounded socket's sk_rcvbuf, and
+ * a locked buffer grows only as far as SO_RCVBUF gives: twice rmem_max.
+ * That is free where autotuning stops there anyway (tcp_rmem[2]), or where
+ * no socket's bounded share, under @threshold_pages over @sockets, reaches
+ * it: a socket past its share leaves bounded either way. No socket yet: its
+ * first one wakes the daemon, which decides again.
+ * Examples, 4 MiB rmem_max and 32 MiB tcp_rmem[2]: 4 sockets, 12 MiB: free;
+ * 1 socket: not. Debian's 212992 and 6 MiB: never for a bounded cgroup
+ * (its shares are 1 MiB at least).
+ */
+TCPBUF_POLICY bool tcpbuf_rest_free(__s64 sockets, __u64 threshold_pages, __s64 tcp_rmem_max,
+				    __s64 rmem_max)
+{
+	__s64 reach = 2 * rmem_max;
+	__u64 each, reach_pages = (__u64)reach >> TCPBUF_PAGE_SHIFT;
+
+	if (rmem_max <= 0)
+		return false;
+	if (sockets <= 0 || tcp_rmem_max <= reach)
+		return true;
+	each = threshold_pages / (__u64)sockets;
+	return each < reach_pages || (each == reach_pages && !(threshold_pages % (__u64)sockets));
+}
+
 /* tcpbuf_near_guard()'s per-socket growth: 1 MiB, what a loopback stream
  * (the fastest) adds in the milliseconds an event takes to become a sweep. */
 #define TCPBUF_GUARD_GROWTH_PAGES	256
@@ -458,8 +490,7 @@ TCPBUF_POLICY __s64 tcpbuf_bounded_rcvbuf(__s64 tcp_rmem_def, __s64 tcp_rmem_max
 TCPBUF_POLICY bool tcpbuf_crowded_next(bool crowded, __s64 sockets, __u64 pressure_pages,
 				       __u64 max_pages)
 {
-	__u64 t = pressure_pages && (!max_pages || pressure_pages < max_pages) ? pressure_pages
-									       : max_pages;
+	__u64 t = tcpbuf_threshold(pressure_pages, max_pages);
 	__u64 floor = sockets > 0 ? (__u64)sockets * TCPBUF_SOCK_FLOOR_PAGES : 0;
 
 	if (!t)

@@ -421,6 +421,21 @@ static int set_yes_no(struct parse_ctx *ctx, const struct key *k, const char *va
 	return fail(ctx, ctx->line, "%s=%s: must be yes or no", k->name, value);
 }
 
+static int set_ingress_rest(struct parse_ctx *ctx, const struct key *k, const char *value)
+{
+	static const char *const names[] = {
+		[INGRESS_REST_AUTO] = "auto", [INGRESS_REST_YES] = "yes", [INGRESS_REST_NO] = "no",
+	};
+	enum ingress_rest *field = (enum ingress_rest *)((char *)ctx->cfg + k->offset);
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (!strcmp(value, names[i])) {
+			*field = (enum ingress_rest)i;
+			return 0;
+		}
+	return fail(ctx, ctx->line, "%s=%s: must be auto, yes or no", k->name, value);
+}
+
 /* ---- key tables ------------------------------------------------------- */
 
 #define CFG(f) offsetof(struct config, f)
@@ -441,6 +456,7 @@ static const struct key daemon_keys[] = {
 	{ "SocketMode",		"0600",				set_socket_mode, CFG(socket_mode) },
 	{ "SocketGroup",	"",				set_group,	 CFG(socket_group) },
 	{ "BypassProtMem",	"no",				set_yes_no,	 CFG(bypass_prot_mem) },
+	{ "IngressRest",	"auto",				set_ingress_rest, CFG(ingress_rest) },
 	{ "AdminGroup",		"",				set_admin_group, CFG(admin_group) },
 	{ NULL, NULL, NULL, 0 },
 };

@@ -38,6 +38,14 @@ struct cgroup_rule {
 	bool is_glob;		/* pattern holds an unescaped * ? or [ */
 };
 
+/* IngressRest=: whether ingress may rest at a cgroup whose sockets are all
+ * bounded (docs/ENFORCEMENT.md, "Near and far"). */
+enum ingress_rest {
+	INGRESS_REST_AUTO,	/* where its locks cost nothing (tcpbuf_rest_free()) */
+	INGRESS_REST_YES,	/* wherever it may */
+	INGRESS_REST_NO,
+};
+
 struct config {
 	char *pin_path;		/* bpffs directory of pinned maps and links */
 	char *socket_path;	/* control socket */
@@ -56,6 +64,7 @@ struct config {
 	gid_t admin_gid;	/* its gid, (gid_t)-1 for none */
 	uint64_t default_limit_pages;	/* ceiling of cgroups no rule matches, 0 = none */
 	bool bypass_prot_mem;	/* limited cgroups' sockets leave the global tcp_mem */
+	enum ingress_rest ingress_rest;	/* IngressRest= */
 	struct cgroup_rule *rules;	/* in file-name order, then line order */
 	size_t n_rules;
 	char *main_file;	/* the main file read, or CONFIG_BUILTIN_NAME */

@@ -259,6 +259,9 @@ int enforce_start(const struct enforce_opts *o, struct enforcer **out)
 		sys_admin_effective(true);
 	err = tables_fit(e->skel->obj, o->pin_path);
 	if (!err)
+		err = bpf_map__set_max_entries(e->skel->maps.rest_tops,
+					       bpf_map__max_entries(e->skel->maps.cgroup_limits));
+	if (!err)
 		err = enforce__load(e->skel);
 	if (!kctx)
 		sys_admin_effective(false);
@@ -326,7 +329,7 @@ int enforce_start(const struct enforce_opts *o, struct enforcer **out)
 	netns_set_map(bpf_map__fd(e->skel->maps.netns_seen));
 	/* After the namespaces' map: locks an earlier run left in containers'
 	 * namespaces are lifted there. */
-	rest_init(e, rest && e->skel->rodata->near_guard_bounded_rcvbuf);
+	rest_init(e, rest && e->skel->rodata->near_guard_bounded_rcvbuf, o->rest);
 	*out = e;
 	return 0;
 fail:

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "cgroups.h"
+#include "config.h"
 #include "tcpbuf_maps.h"
 
 struct enforcer;
@@ -22,6 +23,7 @@ struct enforce_opts {
 	const char *cgroup_mount;	/* cgroup v2 mount point */
 	const char *scope;		/* subtree (relative to the mount) for cgroup programs */
 	enum tcpbuf_mode mode;		/* accounting mode the loader runs */
+	enum ingress_rest rest;		/* IngressRest= */
 };
 
 /* A cgroup with limits: its id and its path relative to the mount. */
@@ -33,6 +35,9 @@ struct enforce_cgroup {
 
 int enforce_start(const struct enforce_opts *opts, struct enforcer **out);
 void enforce_close(struct enforcer *e);
+
+/* IngressRest= changed (a reload): ingress rests, or no longer, from now. */
+void enforce_set_rest(struct enforcer *e, enum ingress_rest rest);
 
 /* Readable (EPOLLIN) when BPF reported state changes. */
 int enforce_events_fd(const struct enforcer *e);

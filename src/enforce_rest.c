@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Ingress at rest (sampled mode, kernel >= 6.17; TCPBUF_INGRESS_REST=1 in the
- * daemon's environment). A cgroup_skb program costs
- * its dispatch on every segment even when it returns at once: about 2% of a
- * request/response transaction over loopback. A topmost limited cgroup
+ * Ingress at rest (sampled mode, kernel >= 6.17; IngressRest=). A cgroup_skb
+ * program costs its dispatch on every segment even when it returns at once:
+ * about 2% of a request/response transaction over loopback. A topmost limited cgroup
  * whose sockets are all bounded (tcpbuf_bounded_share(): their buffers
  * cannot take it to its guard) needs no ingress while they stay so, so its
  * ingress link goes once every limited cgroup has been far or bounded for
@@ -12,7 +11,9 @@
  * level leaving bounded: ingress is linked again at once. Out-of-order data
  * grows a receive buffer past every tracepoint, so each bounded socket's is
  * locked at its size as ingress goes (rest_locks), and raised once
- * autotuning asks (TCPBUF_EVENT_REST_RAISE). A daemon that stops cleanly
+ * autotuning asks (TCPBUF_EVENT_REST_RAISE), up to what SO_RCVBUF gives:
+ * by default (IngressRest=auto) only where no share would want more
+ * (tcpbuf_rest_free()). A daemon that stops cleanly
  * links ingress and lifts every rest lock first; docs/ENFORCEMENT.md says
  * what holds while a resting daemon is stopped.
  */
@@ -24,6 +25,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "enforce.skel.h"
+#include "loader.h"
 #include "log.h"
 #include "enforcer.h"
 #include "netns.h"
@@ -76,14 +78,27 @@ static void rest_release(struct enforcer *e)
 	rest_locks_pass(e);
 }
 
-void rest_init(struct enforcer *e, bool possible)
+/* The autotuning watch linked, and rest allowed from now (REST_QUIET_MS). */
+static void rest_on(struct enforcer *e)
 {
-	const char *on = getenv("TCPBUF_INGRESS_REST");
+	if (!e->rest_iter || rest_link_set(e, true)) {
+		log_warn("enforcement: cannot attach the rest's watches; ingress stays linked");
+		return;
+	}
+	e->rest_possible = true;
+	rest_note(e);
+}
+
+void rest_init(struct enforcer *e, bool kernel, enum ingress_rest choice)
+{
 	bool left;
 
-	/* Opt-in: docs/ENFORCEMENT.md, "Near and far". */
-	e->rest_possible = possible && on && !strcmp(on, "1");
-	e->rest_after_ms = enforce_mono_ms() + REST_QUIET_MS;
+	e->rest_kernel = kernel;
+	e->rest_choice = choice;
+	e->tcp_rmem_max = loader_sysctl_long("/proc/sys/net/ipv4/tcp_rmem", 2, 6 << 20);
+	e->rmem_max = loader_sysctl_long("/proc/sys/net/core/rmem_max", 0, 212992);
+	if (choice == INGRESS_REST_YES && !kernel)
+		log_info("IngressRest=yes: ingress rests in sampled mode on Linux 6.17 and later only");
 	e->rest_iter = bpf_program__attach_iter(e->skel->progs.rest_locks, NULL);
 	/* An earlier run's link runs its own program, and its ingress_rests
 	 * may be left set: decided anew by the first ingress_sync(). A link
@@ -91,12 +106,25 @@ void rest_init(struct enforcer *e, bool possible)
 	 * locks it left are lifted unless this run watches them. */
 	left = rest_link_set(e, false) > 0;
 	__atomic_store_n(&e->ctl->ingress_rests, 0, __ATOMIC_RELEASE);
-	if (e->rest_possible && (!e->rest_iter || rest_link_set(e, true))) {
-		log_warn("enforcement: cannot attach the rest's watches; ingress stays linked");
-		e->rest_possible = false;
-	}
+	if (kernel && choice != INGRESS_REST_NO)
+		rest_on(e);
 	if (left && !e->rest_possible)
 		rest_release(e);
+}
+
+void enforce_set_rest(struct enforcer *e, enum ingress_rest choice)
+{
+	bool on = e->rest_kernel && choice != INGRESS_REST_NO;
+
+	if (choice == e->rest_choice)
+		return;
+	e->rest_choice = choice;
+	if (!on)
+		rest_stop(e);
+	else if (!e->rest_possible)
+		rest_on(e);
+	else
+		rest_note(e);	/* auto and yes differ in which tops rest */
 }
 
 /* Asked for ingress back at @asked_ns: said loudly if the daemon did not
@@ -152,6 +180,10 @@ static bool rest_top(struct enforcer *e, uint64_t id)
 		return false;
 	if (!u.limits.max_pages || (u.established.near & 1))
 		return false;
+	if (e->rest_choice == INGRESS_REST_AUTO &&
+	    !tcpbuf_rest_free(u.established.sockets, tcpbuf_threshold(u.limits.pressure_pages, u.limits.max_pages),
+			      e->tcp_rmem_max, e->rmem_max))
+		return false;
 	if (u.established.sockets > 0)
 		return u.established.dormant & TCPBUF_DORMANT_BOUNDED;
 	return !tcpbuf_near_next(0, 1, e->skel->rodata->sock_bound_pages,
@@ -169,8 +201,18 @@ bool rest_prepare(struct enforcer *e, bool *rests)
 {
 	bool some = false;
 
-	for (size_t i = 0; i < e->n_tops; i++)
-		some |= rests[i] = rest_top(e, e->tops[i].id);
+	int fd = bpf_map__fd(e->skel->maps.rest_tops);
+	__u8 one = 1;
+
+	for (size_t i = 0; i < e->n_tops; i++) {
+		rests[i] = rest_top(e, e->tops[i].id);
+		/* rest_locks locks the sockets of these tops only. */
+		if (rests[i] && bpf_map_update_elem(fd, &e->tops[i].id, &one, BPF_ANY))
+			rests[i] = false;
+		if (!rests[i])
+			bpf_map_delete_elem(fd, &e->tops[i].id);
+		some |= rests[i];
+	}
 	if (!some)
 		return false;
 	/* Sockets counted since the last pass get their lock. */

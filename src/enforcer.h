@@ -74,7 +74,10 @@ struct enforcer {
 	bool lost_seen;		/* a socket found sock_fallback full: ingress stays linked */
 	bool crowd_seen;	/* in this batch, some cgroup turned crowded or uncrowded */
 	/* ingress at rest (enforce_rest.c) */
-	bool rest_possible;	/* sampled mode, kernel >= 6.17 */
+	bool rest_kernel;	/* sampled mode, kernel >= 6.17 */
+	enum ingress_rest rest_choice;	/* IngressRest= */
+	long tcp_rmem_max, rmem_max;	/* the host's, at start: what a rest lock costs */
+	bool rest_possible;	/* both allow it, and its watch is linked */
 	bool resting;		/* some topmost limited cgroup has no ingress link for it */
 	bool rest_woken;	/* in this batch, BPF asked for ingress back */
 	bool rest_raise;	/* in this batch, a rest-locked socket asked to grow */
@@ -123,7 +126,7 @@ int on_event(void *ctx, void *data, size_t len);
 double sweep_wait_ms(const struct enforcer *e);
 
 /* enforce_rest.c */
-void rest_init(struct enforcer *e, bool possible);
+void rest_init(struct enforcer *e, bool kernel, enum ingress_rest choice);
 void rest_note(struct enforcer *e);
 void rest_late(uint64_t asked_ns);
 bool rest_begin(struct enforcer *e);

@@ -100,6 +100,8 @@ int daemon_reload(struct daemon *d, char *err, size_t errlen)
 	d->cfg = next;
 	tables_reconfigured(d->cfg.max_cgroups);
 	peer_facts_admin_group(d->cfg.admin_gid);
+	if (d->enforce)
+		enforce_set_rest(d->enforce, d->cfg.ingress_rest);
 	r = daemon_resync(d);
 	if (!r)
 		r = bypass_apply(daemon_pin_path(d), d->tree.mount, daemon_scope(d), d->cfg.bypass_prot_mem);
@@ -435,7 +437,8 @@ static int event_loop(struct daemon *d)
 static int start_enforcement(struct daemon *d)
 {
 	struct enforce_opts eo = { .pin_path = daemon_pin_path(d), .cgroup_mount = d->tree.mount,
-				   .scope = daemon_scope(d), .mode = loader_mode(d->bpf) };
+				   .scope = daemon_scope(d), .mode = loader_mode(d->bpf),
+				   .rest = d->cfg.ingress_rest };
 	int r = enforce_start(&eo, &d->enforce);
 
 	if (r)

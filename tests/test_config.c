@@ -73,6 +73,7 @@ static void check_defaults(const char *what, const struct config *c)
 	EXPECT_U64(what, 0600, c->socket_mode);
 	EXPECT_STR(what, NULL, c->socket_group);
 	EXPECT_U64(what, 0, c->default_limit_pages);
+	EXPECT_U64(what, INGRESS_REST_AUTO, c->ingress_rest);
 	EXPECT_U64(what, 0, c->n_rules);
 }
 
@@ -117,6 +118,7 @@ static void test_main_file(void)
 		"SocketMode=0660\n"
 		"SocketGroup=docker\n"
 		"AdminGroup=4242\n"
+		"IngressRest=no\n"
 		"[Default]\n"
 		"Limit=1G\n";
 	struct config c;
@@ -138,6 +140,7 @@ static void test_main_file(void)
 	EXPECT_U64("SocketMode", 0660, c.socket_mode);
 	EXPECT_STR("SocketGroup", "docker", c.socket_group);
 	EXPECT_U64("AdminGroup", 4242, c.admin_gid);
+	EXPECT_U64("IngressRest", INGRESS_REST_NO, c.ingress_rest);
 	EXPECT_U64("[Default] Limit", 262144, c.default_limit_pages);
 	config_free(&c);
 
@@ -302,6 +305,7 @@ static const struct error_case error_cases[] = {
 	  "main.conf:1: [Cgroup] sections belong in drop-in files in DropInDir (/etc/tcpbufd.d)" },
 	/* main file: values */
 	{ "[Daemon]\nMode=fast\n", { NULL }, "main.conf:2: Mode=fast: must be auto, exact or sampled" },
+	{ "[Daemon]\nIngressRest=1\n", { NULL }, "main.conf:2: IngressRest=1: must be auto, yes or no" },
 	{ "[Daemon]\nLogLevel=verbose\n", { NULL },
 	  "main.conf:2: LogLevel=verbose: must be err, warning, notice, info or debug" },
 	{ "[Daemon]\nPollIntervalMs=1s\n", { NULL }, "main.conf:2: PollIntervalMs=1s: bad number" },

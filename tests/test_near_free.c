@@ -301,7 +301,7 @@ int main(void)
 	int64_t limit;
 
 	test_init();
-	setenv("TCPBUF_INGRESS_REST", "1", 1);	/* its cases at rest run */
+	enforce_ingress_rest = "yes";	/* its cases at rest run */
 	if (uname(&un) || sscanf(un.release, "%d.%d", &major, &minor) != 2 ||
 	    major < 6 || (major == 6 && minor < 11))
 		SKIP("kernel %s: before 6.11 an iterator cannot give a socket its per-segment "

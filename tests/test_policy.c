@@ -811,6 +811,25 @@ static const struct ceiling_case {
 	{ 2LL << 30, 4LL << 30, 4 << 20, 0 },		/* absurd: never bounded */
 };
 
+/* tcpbuf_rest_free(): sockets, threshold pages, tcp_rmem[2], rmem_max. */
+static const struct rest_free_case {
+	__s64 sockets;
+	__u64 threshold;
+	__s64 tcp_rmem_max, rmem_max;
+	bool want;
+} rest_free_cases[] = {
+	{ 4, 3072, 32 << 20, 4 << 20, true },		/* this host, (2n): 3 MiB each */
+	{ 1, 3072, 32 << 20, 4 << 20, false },		/* a lone socket's 12 MiB */
+	{ 2, 4096, 32 << 20, 4 << 20, true },		/* exactly 8 MiB each */
+	{ 2, 4097, 32 << 20, 4 << 20, false },
+	{ 4, 3072, 6 << 20, 212992, false },		/* Debian: 416 KiB (bounded shares >= 1 MiB) */
+	{ 0, 3072, 6 << 20, 212992, true },		/* nothing to lock yet */
+	{ 1, 1 << 20, 6 << 20, 4 << 20, true },		/* autotuning stops first */
+	{ 1, 1 << 20, 8 << 20, 4 << 20, true },		/* exactly there */
+	{ 1, 3072, 32 << 20, 0, false },		/* unknown rmem_max */
+	{ 1LL << 40, 1ULL << 50, 1LL << 40, 1 << 30, true },	/* 4 MiB each: no overflow */
+};
+
 /* tcpbuf_sndbuf_wide(): val, force, wmem_max, narrow (tcp_wmem[2]). */
 static const struct sndbuf_wide_case {
 	__s64 val;
@@ -848,6 +867,12 @@ static void check_bounded_cases(void)
 		const struct bounded_case *k = &bounded_cases[i];
 
 		EXPECT_EQ(tcpbuf_bounded_share(k->sockets, k->guard, k->least), k->want);
+	}
+	for (size_t i = 0; i < sizeof(rest_free_cases) / sizeof(rest_free_cases[0]); i++) {
+		const struct rest_free_case *k = &rest_free_cases[i];
+
+		EXPECT_EQ(tcpbuf_rest_free(k->sockets, k->threshold, k->tcp_rmem_max, k->rmem_max),
+			  k->want);
 	}
 	for (size_t i = 0; i < sizeof(bounded_sock_cases) / sizeof(bounded_sock_cases[0]); i++) {
 		const struct bounded_sock_case *k = &bounded_sock_cases[i];

@@ -718,11 +718,15 @@ void limits_remove(const char *path)
 	free(file);
 }
 
+const char *enforce_ingress_rest;
+
 void enforce_config_poll(unsigned sample_ms, unsigned poll_ms)
 {
 	daemon_write_config("[Daemon]\nDropInDir=%s\nStateDir=%s/state\nSampleIntervalMs=%u\n"
-			    "PollIntervalMs=%u\nLogLevel=debug\n",
-			    daemon_confdir(), test_tmpdir(), sample_ms, poll_ms);
+			    "PollIntervalMs=%u\nLogLevel=debug\n%s%s\n",
+			    daemon_confdir(), test_tmpdir(), sample_ms, poll_ms,
+			    enforce_ingress_rest ? "IngressRest=" : "",
+			    enforce_ingress_rest ? enforce_ingress_rest : "");
 }
 
 void enforce_config(unsigned sample_ms)
@@ -1007,9 +1011,7 @@ int ingress_rest_possible(void)
 	size_t n;
 	int found = 0;
 
-	const char *on = getenv("TCPBUF_INGRESS_REST");
-
-	if (!on || strcmp(on, "1"))
+	if (enforce_ingress_rest && !strcmp(enforce_ingress_rest, "no"))
 		return 0;
 	f = fopen("/sys/kernel/btf/vmlinux", "re");
 	buf = malloc(64 << 20);
@@ -1033,9 +1035,9 @@ static int link_pinned(const char *name)
 
 void rest_daemon_start(unsigned sample_ms)
 {
-	setenv("TCPBUF_INGRESS_REST", "1", 1);
+	enforce_ingress_rest = "yes";
 	if (!ingress_rest_possible())
-		SKIP("no tcp_rcvbuf_grow tracepoint (or TCPBUF_NO_REST): ingress never rests");
+		SKIP("no tcp_rcvbuf_grow tracepoint: ingress never rests");
 	enforce_config(sample_ms);
 	ASSERT_OK(daemon_start(""));
 	if (strcmp(daemon_mode(), "sampled"))

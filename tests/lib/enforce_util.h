@@ -200,14 +200,15 @@ const char *daemon_mode(void);
 
 /* ------------------------------------------------------- ingress at rest */
 
+/* IngressRest= in enforce_config()'s file ("auto", "yes", "no"); NULL: the
+ * daemon's default. */
+extern const char *enforce_ingress_rest;
 /* Whether the daemon may rest ingress here (src/enforce_rest.c: the kernel
- * has the tcp_rcvbuf_grow tracepoint, TCPBUF_INGRESS_REST=1, which a test
- * sets before daemon_start() to cover it); sampled mode is the caller's to
- * check. */
+ * has the tcp_rcvbuf_grow tracepoint, and enforce_ingress_rest is not "no");
+ * sampled mode is the caller's to check. */
 int ingress_rest_possible(void);
-/* The daemon started with ingress allowed to rest (TCPBUF_INGRESS_REST=1)
- * and enforce_config(@sample_ms); the test skipped (saying why) where
- * ingress never rests. */
+/* The daemon started with IngressRest=yes and enforce_config(@sample_ms);
+ * the test skipped (saying why) where ingress never rests. */
 void rest_daemon_start(unsigned sample_ms);
 /* A listener on 127.0.0.1, port chosen by the kernel, made in cgroup @cg
  * (what it accepts is @cg's): its fd, its address in *@a; the test fails
