@@ -24,11 +24,25 @@ extern void *bpf_cast_to_kern_ctx(void *obj) __ksym __weak;
 /* Set by the daemon before load: the kernel has bpf_cast_to_kern_ctx (>= 6.2). */
 const volatile bool crowd_kern_ctx = false;
 
+/* The topmost limited cgroups whose ingress rests (or is about to), as the
+ * daemon decided before its last pass (IngressRest=auto rests only some):
+ * only their sockets are locked (enforce_rest.bpf.h), and only their bounded
+ * levels count as crowded. Sized by the daemon to cgroup_limits. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, TCPBUF_MAX_CGROUPS);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64);
+	__type(value, __u8);
+} rest_tops SEC(".maps");
+
 struct crowd_walk {
 	struct cgroup *cg;
 	__u64 id;	/* the crowded level found */
 	bool crowded;
 	bool resting;	/* ingress rests: a bounded level counts as crowded */
+	bool bounded;	/* a bounded level seen (the first: id, since) */
+	bool in_rest;	/* a level of rest_tops seen */
 	__u32 since;	/* its crowd_ms */
 };
 
@@ -45,22 +59,29 @@ static long crowd_walk_level(__u64 i, void *ctx)
 		return 1;
 	id = BPF_CORE_READ(cg, kn, id);
 	u = bpf_map_lookup_elem(&cgroup_usage, &id);
-	if (usage_limited(u) && ((u->established.near & TCPBUF_NEAR_CROWDED) ||
-				 (w->resting && (u->established.dormant & TCPBUF_DORMANT_BOUNDED)))) {
+	if (usage_limited(u) && (u->established.near & TCPBUF_NEAR_CROWDED)) {
 		w->crowded = true;
 		w->id = id;
 		w->since = u->established.crowd_ms;
 		return 1;
 	}
+	if (w->resting && usage_limited(u) && (u->established.dormant & TCPBUF_DORMANT_BOUNDED) &&
+	    !w->bounded) {
+		w->bounded = true;
+		w->id = id;
+		w->since = u->established.crowd_ms;
+	}
+	if (w->resting && bpf_map_lookup_elem(&rest_tops, &id))
+		w->in_rest = true;
 	w->cg = BPF_CORE_READ(cg, self.parent, cgroup);
 	return 0;
 }
 
 /* Whether @cg or one of its ancestors is a crowded limited cgroup; since
  * when, in *@since, and which, in *@id (if not NULL). With @resting, a
- * bounded level counts while ingress rests: no SYN drop holds a burst of
- * connections into it until the daemon links ingress again, so they start
- * as a crowded cgroup's do. */
+ * bounded level counts while ingress rests at its top (rest_tops): no SYN
+ * drop holds a burst of connections into it until the daemon links ingress
+ * again, so they start as a crowded cgroup's do. */
 static __always_inline bool cgroup_crowded_since(struct cgroup *cg, __u32 *since, __u64 *id,
 						 bool resting)
 {
@@ -75,6 +96,10 @@ static __always_inline bool cgroup_crowded_since(struct cgroup *cg, __u32 *since
 	w.resting = resting && ctl && *(volatile __u32 *)&ctl->ingress_rests;
 	levels = BPF_CORE_READ(cg, level);
 	bpf_loop(levels < TCPBUF_WALK_LEVELS ? levels : TCPBUF_WALK_LEVELS, crowd_walk_level, &w, 0);
+	if (!w.crowded && w.bounded && w.in_rest)
+		w.crowded = true;
+	else if (!w.crowded)
+		w.id = w.since = 0;
 	if (since)
 		*since = w.since;
 	if (id)

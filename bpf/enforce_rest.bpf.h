@@ -27,17 +27,6 @@
 #define SOCK_RCVBUF_LOCK_BIT	2
 #define TCP_RMEM_TO_WIN_SCALE	8
 
-/* The topmost limited cgroups whose ingress rests (or is about to), as the
- * daemon decided before its last pass (IngressRest=auto rests only some):
- * only their sockets are locked. Sized by the daemon to cgroup_limits. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, TCPBUF_MAX_CGROUPS);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, __u64);
-	__type(value, __u8);
-} rest_tops SEC(".maps");
-
 /* Whether the socket of @sc is in a resting top: its farthest limited
  * ancestor (ancestors[], nearest first) is one. */
 static __always_inline bool sock_top_rests(struct sock_charge *sc)

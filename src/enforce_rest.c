@@ -192,32 +192,38 @@ static bool rest_top(struct enforcer *e, uint64_t id)
 
 /*
  * Which tops may rest (@rests, one flag per e->tops entry, read once per
- * sync), and before any ingress link goes: each bounded socket locked
- * (rest_locks), and the listeners' MSS as a crowded cgroup's
- * (cgroup_crowded() counts a bounded level while ingress rests: no SYN drop
- * holds a burst into it). Whether some top may rest, with both done.
+ * sync; told to BPF in rest_tops), and before any ingress link goes: each
+ * of their bounded sockets locked (rest_locks), and their listeners' MSS as
+ * a crowded cgroup's (cgroup_crowded() counts a bounded level of a resting
+ * top: no SYN drop holds a burst into it). Whether some top may rest, with
+ * both done.
  */
 bool rest_prepare(struct enforcer *e, bool *rests)
 {
 	bool some = false;
 
 	int fd = bpf_map__fd(e->skel->maps.rest_tops);
-	__u8 one = 1;
+	bool changed = false, was;
+	__u8 one = 1, v;
 
 	for (size_t i = 0; i < e->n_tops; i++) {
-		rests[i] = rest_top(e, e->tops[i].id);
+		const uint64_t *id = &e->tops[i].id;
+
+		rests[i] = rest_top(e, *id);
+		was = !bpf_map_lookup_elem(fd, id, &v);
 		/* rest_locks locks the sockets of these tops only. */
-		if (rests[i] && bpf_map_update_elem(fd, &e->tops[i].id, &one, BPF_ANY))
+		if (rests[i] && bpf_map_update_elem(fd, id, &one, BPF_ANY))
 			rests[i] = false;
 		if (!rests[i])
-			bpf_map_delete_elem(fd, &e->tops[i].id);
+			bpf_map_delete_elem(fd, id);
+		changed |= was != rests[i];
 		some |= rests[i];
 	}
 	if (!some)
 		return false;
 	/* Sockets counted since the last pass get their lock. */
 	rest_locks_pass(e);
-	if (!e->resting)
+	if (!e->resting || changed)
 		crowd_pass(e);
 	return true;
 }

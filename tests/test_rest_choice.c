@@ -7,9 +7,11 @@
  * of its ends, "one" only the accepted end, whose share is then twice as
  * large. With this host's sysctls (checked: skipped where both or neither
  * would rest):
- *   1. default: "two" rests within 3 s and its sockets are locked
- *      (SO_BUF_LOCK); "one" stays linked, its socket unlocked;
- *   2. reload to IngressRest=yes: "one" rests too, its socket locked;
+ *   1. default: "two" rests within 3 s, its sockets are locked (SO_BUF_LOCK)
+ *      and its listener has the crowded MSS; "one" stays linked, its socket
+ *      unlocked, its listener's MSS its own;
+ *   2. reload to IngressRest=yes: "one" rests too, its socket locked, its
+ *      listener's MSS the crowded one;
  *   3. a clean stop links ingress at both and raises every rest lock to
  *      twice rmem_max;
  *   4. a new connection in "two" rests under a new daemon, which is then
@@ -23,6 +25,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -40,6 +43,14 @@ static int sockopt(int fd, int name)
 	socklen_t l = sizeof(v);
 
 	return getsockopt(fd, SOL_SOCKET, name, &v, &l) ? -1 : v;
+}
+
+static int mss_of(int fd)
+{
+	int v = -1;
+	socklen_t l = sizeof(v);
+
+	return getsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &v, &l) ? -1 : v;
 }
 
 static bool locked(int fd)
@@ -81,7 +92,8 @@ int main(void)
 	long tcp_rmem2 = sysctl_field("/proc/sys/net/ipv4/tcp_rmem", 2);
 	int64_t limit;
 	__u64 t;
-	int c2, s2, c1, s1, waited;
+	struct sockaddr_in a;
+	int c2, s2, c1, s1, l2, l1, waited;
 
 	test_init();
 	if (!ingress_rest_possible())
@@ -102,6 +114,8 @@ int main(void)
 	ASSERT_OK(daemon_reload_until(one, limit, 5000));
 	c2 = connect_into(two, two, &s2);
 	c1 = connect_into(one, NULL, &s1);
+	l2 = listener_in(two, &a, 1);
+	l1 = listener_in(one, &a, 1);
 
 	/* 1. */
 	waited = ingress_rest_wait(two, 1, 3000);
@@ -110,20 +124,23 @@ int main(void)
 	ASSERT_TRUE(waited >= 0);
 	EXPECT_TRUE(locked(c2) && locked(s2));
 	msleep(1000);
-	test_log("default: \"one\" %s, its socket locked %d", ingress_resting(one) ? "at rest"
-		 : "linked", locked(s1));
+	test_log("default: \"one\" %s, its socket locked %d; listeners' MSS %d (two), %d (one)",
+		 ingress_resting(one) ? "at rest" : "linked", locked(s1), mss_of(l2), mss_of(l1));
 	EXPECT_FALSE(ingress_resting(one));
 	EXPECT_FALSE(locked(s1));
+	EXPECT_EQ(mss_of(l2), TCPBUF_CROWD_MSS);
+	EXPECT_NE(mss_of(l1), TCPBUF_CROWD_MSS);
 
 	/* 2. */
 	enforce_ingress_rest = "yes";
 	enforce_config(1000);
 	ASSERT_EQ(daemon_signal(SIGHUP), 0);
 	waited = ingress_rest_wait(one, 1, 3000);
-	test_log("IngressRest=yes: \"one\" at rest after %d ms, its socket locked %d (rcvbuf %d)",
-		 waited, locked(s1), sockopt(s1, SO_RCVBUF));
+	test_log("IngressRest=yes: \"one\" at rest after %d ms, its socket locked %d (rcvbuf %d), "
+		 "its listener's MSS %d", waited, locked(s1), sockopt(s1, SO_RCVBUF), mss_of(l1));
 	EXPECT_TRUE(waited >= 0);
 	EXPECT_TRUE(locked(s1));
+	EXPECT_EQ(mss_of(l1), TCPBUF_CROWD_MSS);
 	EXPECT_TRUE(ingress_resting(two));
 
 	/* 3. */
@@ -140,6 +157,8 @@ int main(void)
 	close(s2);
 	close(c1);
 	close(s1);
+	close(l1);
+	close(l2);
 
 	/* 4. */
 	c2 = connect_into(two, two, &s2);
