@@ -240,9 +240,10 @@ static __always_inline bool sock_bounded_ok(const struct sock *sk, __s64 share)
 }
 
 /* Wake the daemon for the rest (enforce_rest.c): @kind TCPBUF_EVENT_REST, a
- * bounded level changed while ingress rests, or TCPBUF_EVENT_REST_RAISE.
- * Global: called from the count walk, which has no stack to spare. */
-__noinline int rest_wake(__u32 kind)
+ * bounded level changed while ingress rests, or TCPBUF_EVENT_REST_RAISE in
+ * network namespace @netns (its inode). Global: called from the count walk,
+ * which has no stack to spare. */
+__noinline int rest_wake(__u32 kind, __u64 netns)
 {
 	struct tcpbuf_state_event *ev;
 
@@ -252,6 +253,7 @@ __noinline int rest_wake(__u32 kind)
 	__builtin_memset(ev, 0, sizeof(*ev));
 	ev->time_ns = bpf_ktime_get_ns();
 	ev->kind = kind;
+	ev->cgroup_id = netns;
 	bpf_ringbuf_submit(ev, BPF_RB_FORCE_WAKEUP);
 	return 0;
 }
@@ -267,7 +269,7 @@ static __always_inline void bounded_epoch_bump(void)
 		return;
 	__sync_fetch_and_add(&ctl->epoch, 1);
 	if (*(volatile __u32 *)&ctl->ingress_rests)
-		rest_wake(TCPBUF_EVENT_REST);
+		rest_wake(TCPBUF_EVENT_REST, 0);
 }
 
 /* Whether a cgroup near by its sockets' reach is dormant (@dormant before)

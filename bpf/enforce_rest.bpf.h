@@ -125,7 +125,8 @@ int BPF_PROG(rest_rcvbuf_grow, struct sock *sk, int time)
 		if (!(sc->enforce.flags & TCPBUF_SE_REST_RAISE)) {
 			sc->enforce.flags |= TCPBUF_SE_REST_RAISE;
 			rest_rcvbuf_check(sc, sk, rest_raise_size(sk));
-			rest_wake(TCPBUF_EVENT_REST_RAISE);
+			rest_wake(TCPBUF_EVENT_REST_RAISE,
+				  BPF_CORE_READ(sk, __sk_common.skc_net.net, ns.inum));
 		}
 		return 0;
 	}

@@ -80,6 +80,7 @@ struct tcpbuf_state_event {
 #define TCPBUF_EVENT_REST	4	/* while ingress rests: a bounded level
 					 * counted a socket or left bounded */
 #define TCPBUF_EVENT_REST_RAISE	5	/* autotuning asked a rest-locked socket
-					 * to grow (enforce_rest.bpf.h) */
+					 * to grow (enforce_rest.bpf.h); cgroup_id:
+					 * its network namespace's inode */
 
 #endif /* TCPBUF_ENFORCE_H */

@@ -79,7 +79,7 @@ int on_event(void *ctx, void *data, size_t len)
 		return 0;
 	}
 	if (ev->kind == TCPBUF_EVENT_REST_RAISE) {
-		e->rest_raise = true;
+		rest_raise_note(e, ev->cgroup_id);
 		return 0;
 	}
 	if (ev->kind == TCPBUF_EVENT_REST) {
@@ -217,10 +217,8 @@ int enforce_handle_events(struct enforcer *e, const struct cgroup_tree *tree)
 	if (e->lost_seen && !held_lost && (err = ingress_sync(e)))
 		return err;
 	/* Rest-locked sockets whose autotuning asked are raised. */
-	if (e->rest_raise) {
-		e->rest_raise = false;
-		rest_locks_pass(e);
-	}
+	if (e->rest_raise)
+		rest_raise_pass(e);
 	/* Ingress back first, unpaced, where it rests: a bounded cgroup
 	 * counted a socket or left bounded, or some cgroup turned near. */
 	if (e->rest_woken || e->near_up || e->far_seen) {

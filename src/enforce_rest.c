@@ -72,6 +72,42 @@ void rest_locks_pass(struct enforcer *e)
 		log_warn("enforcement: rest locks' pass failed: %s", strerror(-n));
 }
 
+/* A rest-locked socket in network namespace @netns asked to grow. */
+void rest_raise_note(struct enforcer *e, uint64_t netns)
+{
+	size_t i, n = e->n_raise_ns;
+
+	e->rest_raise = true;
+	if (n > REST_RAISE_NS)
+		return;		/* every namespace already */
+	for (i = 0; i < n && e->raise_ns[i] != netns; i++)
+		;
+	if (i < n)
+		return;
+	if (n < REST_RAISE_NS)
+		e->raise_ns[n] = netns;
+	e->n_raise_ns = n + 1;	/* past REST_RAISE_NS: every namespace */
+}
+
+/* The raises asked for since the last: a pass in the namespaces they were
+ * asked in (in all of them, past REST_RAISE_NS), not in every one. */
+void rest_raise_pass(struct enforcer *e)
+{
+	int n;
+
+	e->rest_raise = false;
+	if (!e->rest_iter)
+		return;
+	if (e->n_raise_ns > REST_RAISE_NS)
+		n = netns_iter_each(bpf_link__fd(e->rest_iter), netns_iter_drain, NULL);
+	else
+		n = netns_iter_some(bpf_link__fd(e->rest_iter), e->raise_ns, e->n_raise_ns,
+				    netns_iter_drain, NULL);
+	e->n_raise_ns = 0;
+	if (n)
+		log_warn("enforcement: rest locks' raise pass failed: %s", strerror(-n));
+}
+
 static void rest_release(struct enforcer *e)
 {
 	e->skel->bss->rest_release_all = true;

@@ -38,6 +38,9 @@ struct oneshot {
 	bool armed;
 };
 
+/* Namespaces a raise pass is targeted at, at most (enforce_rest.c). */
+#define REST_RAISE_NS	16
+
 struct enforcer {
 	struct enforce *skel;
 	struct tcpbuf_enforce_ctl *ctl;	/* map enforce_ctl's entry, mmapped */
@@ -81,6 +84,9 @@ struct enforcer {
 	bool resting;		/* some topmost limited cgroup has no ingress link for it */
 	bool rest_woken;	/* in this batch, BPF asked for ingress back */
 	bool rest_raise;	/* in this batch, a rest-locked socket asked to grow */
+	/* the network namespaces it asked in; every one past REST_RAISE_NS */
+	uint64_t raise_ns[REST_RAISE_NS];
+	size_t n_raise_ns;
 	struct bpf_link *rest_iter;	/* rest_locks: the rest's locks and raises */
 	uint64_t rest_woken_ns;	/* first asked at (CLOCK_MONOTONIC) */
 	double rest_after_ms;	/* not before (quiet since the last socket counted) */
@@ -132,6 +138,8 @@ void rest_late(uint64_t asked_ns);
 bool rest_begin(struct enforcer *e);
 bool rest_prepare(struct enforcer *e, bool *rests);
 void rest_locks_pass(struct enforcer *e);
+void rest_raise_note(struct enforcer *e, uint64_t netns);
+void rest_raise_pass(struct enforcer *e);
 void rest_end(struct enforcer *e, size_t resting);
 void rest_stop(struct enforcer *e);
 

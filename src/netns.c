@@ -324,10 +324,27 @@ static int iter_in(struct netns_known *k, int link_fd, int *fd)
 	return 1;
 }
 
+static bool listed(uint64_t inum, const uint64_t *inums, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (inums[i] == inum)
+			return true;
+	return false;
+}
+
 int netns_iter_each(int link_fd, int (*consume)(int iter_fd, void *arg), void *arg)
 {
-	int err = iter_here(link_fd, consume, arg), fd, r;
+	return netns_iter_some(link_fd, NULL, 0, consume, arg);
+}
+
+int netns_iter_some(int link_fd, const uint64_t *inums, size_t n_inums,
+		    int (*consume)(int iter_fd, void *arg), void *arg)
+{
+	int err = 0, fd, r;
 	size_t i = 0;
+
+	if (!inums || listed(nss.self_inum, inums, n_inums) || nss.self_fd < 0)
+		err = iter_here(link_fd, consume, arg);
 
 	if (nss.self_fd < 0)
 		return err;
@@ -335,6 +352,10 @@ int netns_iter_each(int link_fd, int (*consume)(int iter_fd, void *arg), void *a
 	if (!nss.can_enter)
 		return err;
 	while (i < nss.n) {
+		if (inums && !listed(nss.ns[i].inum, inums, n_inums)) {
+			i++;
+			continue;
+		}
 		r = iter_in(&nss.ns[i], link_fd, &fd);
 		if (r < 0) {
 			log_debug("network namespace net:[%llu] is gone", (unsigned long long)nss.ns[i].inum);

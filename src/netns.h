@@ -29,6 +29,9 @@ void netns_close(void);
  * 0 or the first error of the daemon's own namespace or of @consume; a
  * namespace that cannot be entered is logged once. */
 int netns_iter_each(int link_fd, int (*consume)(int iter_fd, void *arg), void *arg);
+/* The same in those of the @n namespaces @inums it knows (NULL: all). */
+int netns_iter_some(int link_fd, const uint64_t *inums, size_t n,
+		    int (*consume)(int iter_fd, void *arg), void *arg);
 
 /* A @consume for passes that write nothing: read the iterator to its end. */
 int netns_iter_drain(int iter_fd, void *arg);

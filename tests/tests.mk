@@ -87,6 +87,7 @@ TEST_LDLIBS_kernel_fit := -lbpf
 TEST_LDLIBS_near_free := -lbpf
 TEST_LDLIBS_bounded_leave := -lbpf
 TEST_LDLIBS_rest_ooo := -lbpf
+TEST_LDLIBS_rest_raise := -lbpf
 TEST_LDLIBS_settle_walk := -lbpf
 TEST_SRCS_peer := src/peer.c
 TEST_LDLIBS_journal := -lsystemd

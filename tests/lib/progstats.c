@@ -3,6 +3,7 @@
 #include "harness.h"
 
 #include <dirent.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -39,6 +40,43 @@ int64_t daemon_prog_run_cnt(const char *name)
 			close(pfd);
 		}
 		close(fd);
+	}
+	closedir(dp);
+	return cnt;
+}
+
+int64_t daemon_iter_run_cnt(const char *name)
+{
+	char dir[64], path[384], line[256];
+	struct dirent *d;
+	int64_t cnt = -1;
+	DIR *dp;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fdinfo", (int)daemon_pid());
+	dp = opendir(dir);
+	if (!dp)
+		return -1;
+	while ((d = readdir(dp))) {
+		struct bpf_prog_info pi = {};
+		__u32 len = sizeof(pi), id = 0;
+		bool iter = false;
+		FILE *f;
+		int pfd;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, d->d_name);
+		f = d->d_name[0] != '.' ? fopen(path, "re") : NULL;
+		if (!f)
+			continue;
+		while (fgets(line, sizeof(line), f)) {
+			iter |= !strcmp(line, "link_type:\titer\n");
+			sscanf(line, "prog_id:\t%u", &id);
+		}
+		fclose(f);
+		if (!iter || !id || (pfd = bpf_prog_get_fd_by_id(id)) < 0)
+			continue;
+		if (!bpf_obj_get_info_by_fd(pfd, &pi, &len) && !strcmp(pi.name, name))
+			cnt = (cnt < 0 ? 0 : cnt) + (int64_t)pi.run_cnt;
+		close(pfd);
 	}
 	closedir(dp);
 	return cnt;

@@ -11,5 +11,9 @@
 /* run_cnt of the daemon's linked program named @name (a link pinned under
  * its pin path's links/), or -1 when none is linked. */
 int64_t daemon_prog_run_cnt(const char *name);
+/* run_cnt of the daemon's iterator (an iter link it holds open, not
+ * pinned) of program @name, or -1 when it holds none: one run per object
+ * the iterator visits. */
+int64_t daemon_iter_run_cnt(const char *name);
 
 #endif

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * A rest-locked socket that asks to grow (src/enforce_rest.c) is raised by a
+ * pass in its own network namespace only, not in every one the daemon
+ * tracks. A container ("c", Limit=bounded_limit(), in a network namespace
+ * of its own) holds one connection whose ingress rests; 256 idle
+ * connections of an unlimited cgroup sit in the daemon's namespace. Then
+ * the container's connection streams for 3 s:
+ *   1. its receiver grows past the 131,072 bytes it was locked at (read by
+ *      sock_diag in its namespace): the raises reached it;
+ *   2. the rest_locks iterator visited fewer sockets meanwhile than the
+ *      512 in the daemon's namespace: no raise pass walked it.
+ * Sampled mode, kernels with the tcp_rcvbuf_grow tracepoint, sysctls where
+ * IngressRest=auto rests a two-socket cgroup.
+ */
+#include "enforce_util.h"
+#include "harness.h"
+#include "progstats.h"
+#include "skmem.h"
+#include "tcpbuf_policy.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <bpf/bpf.h>
+
+#define DECOYS		256
+#define LOCKED_AT	131072
+
+struct largest {
+	uint64_t cgid;
+	uint32_t rcvbuf;
+};
+
+static int largest_rcvbuf(const struct skmem_sock *s, void *arg)
+{
+	struct largest *l = arg;
+
+	if (s->cgid == l->cgid && s->has_mem && s->rcvbuf > l->rcvbuf)
+		l->rcvbuf = s->rcvbuf;
+	return 0;
+}
+
+int main(void)
+{
+	long rmem_max = sysctl_field("/proc/sys/net/core/rmem_max", 0);
+	long tcp_rmem2 = sysctl_field("/proc/sys/net/ipv4/tcp_rmem", 2);
+	struct xload *decoy, *l;
+	struct largest big = { 0 };
+	const char *c, *d;
+	int64_t limit, runs0, runs;
+	char msg[256];
+	__u64 t;
+	int stats, waited;
+
+	test_init();
+	if (!ingress_rest_possible())
+		SKIP("no tcp_rcvbuf_grow tracepoint: ingress never rests");
+	limit = PAGES(bounded_limit());
+	t = tcpbuf_threshold(tcpbuf_thresholds_of(limit, 0, 0).pressure, limit);
+	if (!tcpbuf_rest_free(2, t, tcp_rmem2, rmem_max))
+		SKIP("rmem_max %ld, tcp_rmem[2] %ld: IngressRest=auto rests no connection here",
+		     rmem_max, tcp_rmem2);
+	enforce_config(1000);
+	ASSERT_OK(daemon_start(""));
+	if (strcmp(daemon_mode(), "sampled"))
+		SKIP("%s mode: ingress rests in sampled mode only", daemon_mode());
+	c = cg_create("c");
+	d = cg_create("decoy");
+	limits_write(c, limit, 0, 0, 0);
+	ASSERT_OK(daemon_reload_until(c, limit, 5000));
+	decoy = xload_start(&(struct xload_opts){ .rx_cgroup = d, .nconn = DECOYS, .idle = 1 });
+	ASSERT_TRUE(decoy != NULL);
+	l = xload_start(&(struct xload_opts){ .rx_cgroup = c, .nconn = 1, .idle = 1, .netns = 1 });
+	ASSERT_TRUE(l != NULL);
+	ASSERT_OK(skmem_netns_add(xload_pid(l)));
+	waited = ingress_rest_wait(c, 1, 5000);
+	test_log("the container's connection: ingress at rest after %d ms", waited);
+	ASSERT_TRUE(waited >= 0);
+
+	stats = bpf_enable_stats(BPF_STATS_RUN_TIME);
+	ASSERT_TRUE(stats >= 0);
+	runs0 = daemon_iter_run_cnt("rest_locks");
+	ASSERT_TRUE(runs0 >= 0);
+	ASSERT_OK(xload_send(l));
+	msleep(3000);
+	runs = daemon_iter_run_cnt("rest_locks") - runs0;
+	close(stats);
+	big.cgid = cg_id(c);
+	ASSERT_OK(skmem_foreach(largest_rcvbuf, &big));
+	test_log("streaming 3 s: its largest receive buffer %u bytes; rest_locks visited %" PRId64
+		 " sockets (%d in the daemon's namespace)", big.rcvbuf, runs, 2 * DECOYS);
+	EXPECT_GT(big.rcvbuf, LOCKED_AT);
+	EXPECT_LT(runs, 2 * DECOYS);
+
+	ASSERT_OK(xload_finish(l, 30000, msg, sizeof(msg)) == 0 ? 0 : (test_log("%s", msg), -1));
+	xload_close(l);
+	xload_close(decoy);
+	skmem_netns_clear();
+	limits_remove(c);
+	ASSERT_EQ(daemon_stop(), 0);
+	return test_done();
+}
