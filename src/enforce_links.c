@@ -224,7 +224,7 @@ static int top_cmp(const void *a, const void *b)
 
 /* The index of @id among the topmost limited cgroups (sorted by id), -1 if
  * not one. */
-static long top_index(const struct enforcer *e, uint64_t id)
+long top_index(const struct enforcer *e, uint64_t id)
 {
 	struct enforce_cgroup key = { .id = id }, *t;
 

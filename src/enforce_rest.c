@@ -108,10 +108,12 @@ void rest_raise_pass(struct enforcer *e)
 		log_warn("enforcement: rest locks' raise pass failed: %s", strerror(-n));
 }
 
+/* Every rest lock raised as far as SO_RCVBUF gives, and no longer one. */
 static void rest_release(struct enforcer *e)
 {
 	e->skel->bss->rest_release_all = true;
 	rest_locks_pass(e);
+	e->skel->bss->rest_release_all = false;	/* a reload may rest again */
 }
 
 /* The autotuning watch linked, and rest allowed from now (REST_QUIET_MS). */
@@ -226,6 +228,23 @@ static bool rest_top(struct enforcer *e, uint64_t id)
 				 u.limits.pressure_pages, u.limits.max_pages);
 }
 
+/* rest_tops' entries of cgroups that are no longer topmost limited ones. */
+static void rest_tops_prune(struct enforcer *e)
+{
+	int fd = bpf_map__fd(e->skel->maps.rest_tops);
+	uint64_t key, next, *prev = NULL, gone[64];
+	size_t n = 0;
+
+	while (n < sizeof(gone) / sizeof(gone[0]) && !bpf_map_get_next_key(fd, prev, &next)) {
+		key = next;
+		prev = &key;
+		if (top_index(e, key) < 0)
+			gone[n++] = key;
+	}
+	for (size_t i = 0; i < n; i++)
+		bpf_map_delete_elem(fd, &gone[i]);
+}
+
 /*
  * Which tops may rest (@rests, one flag per e->tops entry, read once per
  * sync; told to BPF in rest_tops), and before any ingress link goes: each
@@ -255,6 +274,7 @@ bool rest_prepare(struct enforcer *e, bool *rests)
 		changed |= was != rests[i];
 		some |= rests[i];
 	}
+	rest_tops_prune(e);
 	if (!some)
 		return false;
 	/* Sockets counted since the last pass get their lock. */

@@ -111,6 +111,7 @@ int cgroup_open(const struct enforcer *e, const char *rel);
 int cgroup_link_ensure(struct enforcer *e, struct bpf_program *prog, const char *rel,
 		       const char *name, int *link_fd);
 void ingress_adopt(struct enforcer *e);
+long top_index(const struct enforcer *e, uint64_t id);
 int tops_add(struct enforcer *e, const struct enforce_cgroup *cg);
 void tops_remove(struct enforcer *e, uint64_t id);
 void tops_clear(struct enforcer *e);

@@ -12,9 +12,12 @@
  *      unlocked, its listener's MSS its own;
  *   2. reload to IngressRest=yes: "one" rests too, its socket locked, its
  *      listener's MSS the crowded one;
- *   3. a clean stop links ingress at both and raises every rest lock to
- *      twice rmem_max;
- *   4. a new connection in "two" rests under a new daemon, which is then
+ *   3. reload to IngressRest=no: ingress linked at both, every rest lock
+ *      raised to twice rmem_max;
+ *   4. a new connection in "two", reload to the default: it rests again,
+ *      its sockets locked at their size; a clean stop links ingress and
+ *      raises those locks as 3 does;
+ *   5. a new connection in "two" rests under a new daemon, which is then
  *      killed (SIGKILL): its locks stay at their size. A daemon started
  *      with IngressRest=no lifts them as 3 does, and nothing rests.
  * Sampled mode, kernels with the tcp_rcvbuf_grow tracepoint.
@@ -144,9 +147,15 @@ int main(void)
 	EXPECT_TRUE(ingress_resting(two));
 
 	/* 3. */
-	ASSERT_EQ(daemon_stop(), 0);
-	test_log("clean stop: rcvbuf %d %d %d, ingress %s %s", sockopt(c2, SO_RCVBUF),
-		 sockopt(s2, SO_RCVBUF), sockopt(s1, SO_RCVBUF),
+	enforce_ingress_rest = "no";
+	enforce_config(1000);
+	ASSERT_EQ(daemon_signal(SIGHUP), 0);
+	for (waited = 0; waited < 3000 && (ingress_resting(two) || ingress_resting(one) ||
+					   sockopt(s1, SO_RCVBUF) != 2 * rmem_max ||
+					   sockopt(c2, SO_RCVBUF) != 2 * rmem_max); waited += 10)
+		msleep(10);
+	test_log("IngressRest=no after %d ms: rcvbuf %d %d %d, ingress %s %s", waited,
+		 sockopt(c2, SO_RCVBUF), sockopt(s2, SO_RCVBUF), sockopt(s1, SO_RCVBUF),
 		 ingress_resting(two) ? "at rest" : "linked", ingress_resting(one) ? "at rest" : "linked");
 	EXPECT_EQ(sockopt(c2, SO_RCVBUF), 2 * rmem_max);
 	EXPECT_EQ(sockopt(s2, SO_RCVBUF), 2 * rmem_max);
@@ -161,6 +170,27 @@ int main(void)
 	close(l2);
 
 	/* 4. */
+	c2 = connect_into(two, two, &s2);
+	enforce_ingress_rest = NULL;
+	enforce_config(1000);
+	ASSERT_EQ(daemon_signal(SIGHUP), 0);
+	waited = ingress_rest_wait(two, 1, 5000);
+	test_log("back to auto: a new connection in \"two\" at rest after %d ms, rcvbuf %d %d, "
+		 "locked %d %d", waited, sockopt(c2, SO_RCVBUF), sockopt(s2, SO_RCVBUF), locked(c2),
+		 locked(s2));
+	ASSERT_TRUE(waited >= 0);
+	EXPECT_TRUE(locked(c2) && locked(s2));
+	EXPECT_LT(sockopt(s2, SO_RCVBUF), 2 * rmem_max);
+	ASSERT_EQ(daemon_stop(), 0);
+	test_log("clean stop: rcvbuf %d %d, ingress %s", sockopt(c2, SO_RCVBUF),
+		 sockopt(s2, SO_RCVBUF), ingress_resting(two) ? "at rest" : "linked");
+	EXPECT_EQ(sockopt(c2, SO_RCVBUF), 2 * rmem_max);
+	EXPECT_EQ(sockopt(s2, SO_RCVBUF), 2 * rmem_max);
+	EXPECT_FALSE(ingress_resting(two));
+	close(c2);
+	close(s2);
+
+	/* 5. */
 	c2 = connect_into(two, two, &s2);
 	start_with(NULL);
 	waited = ingress_rest_wait(two, 1, 5000);
