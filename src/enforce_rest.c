@@ -32,9 +32,14 @@
 #include "tcpbuf_policy.h"
 
 /* Connections counted closer together than this keep ingress linked:
- * each rest and return costs three link operations. */
-#define REST_QUIET_MS	250
-#define REST_LATE_MS	1000
+ * each rest and return costs three link operations and a pass over every
+ * socket. A rest cut short (REST_SHORT_MS) doubles it, up to
+ * REST_QUIET_MAX_MS, so connections that come just too far apart for it
+ * do not make those passes all the time; a rest that lasted resets it. */
+#define REST_QUIET_MS		250
+#define REST_QUIET_MAX_MS	8000
+#define REST_SHORT_MS		2000
+#define REST_LATE_MS		1000
 
 /* The autotuning watch linked (@on) or not. Unlinking says 1 if there was
  * one. */
@@ -133,6 +138,7 @@ void rest_init(struct enforcer *e, bool kernel, enum ingress_rest choice)
 
 	e->rest_kernel = kernel;
 	e->rest_choice = choice;
+	e->rest_quiet_ms = REST_QUIET_MS;
 	e->tcp_rmem_max = loader_sysctl_long("/proc/sys/net/ipv4/tcp_rmem", 2, 6 << 20);
 	e->rmem_max = loader_sysctl_long("/proc/sys/net/core/rmem_max", 0, 212992);
 	if (choice == INGRESS_REST_YES && !kernel)
@@ -176,19 +182,19 @@ void rest_late(uint64_t asked_ns)
 			 "did not run for %.1f s: its limit was not enforced meanwhile", late / 1e3);
 }
 
-/* Something changed: ingress may rest REST_QUIET_MS from now at the
+/* Something changed: ingress may rest rest_quiet_ms from now at the
  * earliest, and is looked at again then. */
 void rest_note(struct enforcer *e)
 {
 	if (!e->rest_possible)
 		return;
-	e->rest_after_ms = enforce_mono_ms() + REST_QUIET_MS;
-	oneshot_arm(&e->rest, REST_QUIET_MS);
+	e->rest_after_ms = enforce_mono_ms() + e->rest_quiet_ms;
+	oneshot_arm(&e->rest, e->rest_quiet_ms);
 }
 
 /*
  * Whether ingress may rest anywhere now: no cgroup near or followed, no
- * socket held without an entry, quiet for REST_QUIET_MS. Told to BPF before
+ * socket held without an entry, quiet for rest_quiet_ms. Told to BPF before
  * any top's usage is read (rest_top()), so a socket counted after that read
  * wakes the daemon. Otherwise the timer is armed for when it may be.
  */
@@ -255,10 +261,8 @@ static void rest_tops_prune(struct enforcer *e)
  */
 bool rest_prepare(struct enforcer *e, bool *rests)
 {
-	bool some = false;
-
 	int fd = bpf_map__fd(e->skel->maps.rest_tops);
-	bool changed = false, was;
+	bool some = false, changed = false, was;
 	__u8 one = 1, v;
 
 	for (size_t i = 0; i < e->n_tops; i++) {
@@ -288,10 +292,20 @@ bool rest_prepare(struct enforcer *e, bool *rests)
  * daemon for counted sockets (the autotuning watch stays for the locks). */
 void rest_end(struct enforcer *e, size_t resting)
 {
-	if (resting && !e->resting)
+	double now = enforce_mono_ms();
+
+	if (resting && !e->resting) {
 		log_debug("ingress at rest at %zu topmost limited cgroups", resting);
-	else if (!resting && e->resting)
-		log_debug("ingress linked again at every topmost limited cgroup");
+		e->rest_since_ms = now;
+	} else if (!resting && e->resting) {
+		bool lasted = now - e->rest_since_ms >= REST_SHORT_MS;
+
+		e->rest_quiet_ms = lasted ? REST_QUIET_MS : 2 * e->rest_quiet_ms;
+		if (e->rest_quiet_ms > REST_QUIET_MAX_MS)
+			e->rest_quiet_ms = REST_QUIET_MAX_MS;
+		log_debug("ingress linked again at every topmost limited cgroup (%.0f ms at rest; "
+			  "the next after %.0f ms quiet)", now - e->rest_since_ms, e->rest_quiet_ms);
+	}
 	if (resting) {
 		e->resting = true;
 		return;

@@ -90,6 +90,8 @@ struct enforcer {
 	struct bpf_link *rest_iter;	/* rest_locks: the rest's locks and raises */
 	uint64_t rest_woken_ns;	/* first asked at (CLOCK_MONOTONIC) */
 	double rest_after_ms;	/* not before (quiet since the last socket counted) */
+	double rest_quiet_ms;	/* how quiet, now (enforce_rest.c) */
+	double rest_since_ms;	/* the rest began at */
 	struct oneshot rest;	/* then ingress_sync() */
 };
 

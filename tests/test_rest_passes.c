@@ -1,15 +1,18 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * A rest-locked socket that asks to grow (src/enforce_rest.c) is raised by a
- * pass in its own network namespace only, not in every one the daemon
- * tracks. A container ("c", Limit=bounded_limit(), in a network namespace
- * of its own) holds one connection whose ingress rests; 256 idle
- * connections of an unlimited cgroup sit in the daemon's namespace. Then
- * the container's connection streams for 3 s:
- *   1. its receiver grows past the 131,072 bytes it was locked at (read by
- *      sock_diag in its namespace): the raises reached it;
- *   2. the rest_locks iterator visited fewer sockets meanwhile than the
- *      512 in the daemon's namespace: no raise pass walked it.
+ * The rest's passes over sockets (src/enforce_rest.c) stay few. A container
+ * ("c", Limit=bounded_limit(), in a network namespace of its own) holds one
+ * connection whose ingress rests; 256 idle connections of an unlimited
+ * cgroup sit in the daemon's namespace, so a pass there visits 512 sockets
+ * or more (counted as runs of the rest_locks iterator).
+ *   1. A connection into another limited cgroup every 400 ms, 25 times,
+ *      each closed before the next: each wakes ingress, and a rest that
+ *      follows locks with a pass over every namespace. Fewer than 8 x 512
+ *      visits: rests cut short wait longer for quiet (before: one a cycle).
+ *   2. The container's connection streams for 3 s: its receiver grows past
+ *      the 131,072 bytes it was locked at (sock_diag in its namespace), and
+ *      rest_locks visits fewer than 512 sockets meanwhile: a locked socket
+ *      that asks to grow is raised by a pass in its own namespace only.
  * Sampled mode, kernels with the tcp_rcvbuf_grow tracepoint, sysctls where
  * IngressRest=auto rests a two-socket cgroup.
  */
@@ -19,13 +22,17 @@
 #include "skmem.h"
 #include "tcpbuf_policy.h"
 
+#include <arpa/inet.h>
 #include <inttypes.h>
+#include <netinet/in.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 #include <bpf/bpf.h>
 
 #define DECOYS		256
+#define CYCLES		25	/* connections 400 ms apart */
 #define LOCKED_AT	131072
 
 struct largest {
@@ -42,17 +49,33 @@ static int largest_rcvbuf(const struct skmem_sock *s, void *arg)
 	return 0;
 }
 
+/* Until @cg's ingress has rested for @ms without a break: ms waited, or -1. */
+static int rest_steady(const char *cg, int ms, int timeout_ms)
+{
+	int waited = 0, still = 0;
+
+	while (still < ms) {
+		if (waited >= timeout_ms)
+			return -1;
+		still = ingress_resting(cg) ? still + 10 : 0;
+		msleep(10);
+		waited += 10;
+	}
+	return waited;
+}
+
 int main(void)
 {
 	long rmem_max = sysctl_field("/proc/sys/net/core/rmem_max", 0);
 	long tcp_rmem2 = sysctl_field("/proc/sys/net/ipv4/tcp_rmem", 2);
 	struct xload *decoy, *l;
 	struct largest big = { 0 };
-	const char *c, *d;
+	const char *c, *d, *p;
+	struct sockaddr_in a;
 	int64_t limit, runs0, runs;
 	char msg[256];
 	__u64 t;
-	int stats, waited;
+	int stats, waited, lis;
 
 	test_init();
 	if (!ingress_rest_possible())
@@ -68,8 +91,11 @@ int main(void)
 		SKIP("%s mode: ingress rests in sampled mode only", daemon_mode());
 	c = cg_create("c");
 	d = cg_create("decoy");
+	p = cg_create("p");
 	limits_write(c, limit, 0, 0, 0);
+	limits_write(p, limit, 0, 0, 0);
 	ASSERT_OK(daemon_reload_until(c, limit, 5000));
+	ASSERT_OK(daemon_reload_until(p, limit, 5000));
 	decoy = xload_start(&(struct xload_opts){ .rx_cgroup = d, .nconn = DECOYS, .idle = 1 });
 	ASSERT_TRUE(decoy != NULL);
 	l = xload_start(&(struct xload_opts){ .rx_cgroup = c, .nconn = 1, .idle = 1, .netns = 1 });
@@ -81,6 +107,35 @@ int main(void)
 
 	stats = bpf_enable_stats(BPF_STATS_RUN_TIME);
 	ASSERT_TRUE(stats >= 0);
+
+	/* 1. */
+	lis = listener_in(p, &a, 4);
+	runs0 = daemon_iter_run_cnt("rest_locks");
+	for (int i = 0; i < CYCLES; i++) {
+		int cl, sv;
+
+		ASSERT_OK(cg_enter(p));
+		cl = socket(AF_INET, SOCK_STREAM, 0);
+		ASSERT_OK(cg_leave());
+		ASSERT_TRUE(cl >= 0);
+		ASSERT_OK(connect(cl, (void *)&a, sizeof(a)));
+		sv = accept(lis, NULL, NULL);
+		ASSERT_TRUE(sv >= 0);
+		msleep(400);
+		close(cl);
+		close(sv);
+	}
+	close(lis);
+	runs = daemon_iter_run_cnt("rest_locks") - runs0;
+	test_log("a connection every 400 ms, %d times: rest_locks visited %" PRId64 " sockets",
+		 CYCLES, runs);
+	EXPECT_LT(runs, 8 * 2 * DECOYS);
+	/* The closes' own wakes come and go first. */
+	waited = rest_steady(c, 1500, 20000);
+	test_log("then at rest for 1.5 s after %d ms", waited);
+	ASSERT_TRUE(waited >= 0);
+
+	/* 2. */
 	runs0 = daemon_iter_run_cnt("rest_locks");
 	ASSERT_TRUE(runs0 >= 0);
 	ASSERT_OK(xload_send(l));
