@@ -65,16 +65,17 @@ static int rest_link_set(struct enforcer *e, bool on)
 
 /* One rest_locks pass over every namespace's sockets: locks while
  * enforce_ctl.ingress_rests is set, raises where autotuning asked, or lifts
- * every lock (rest_release_all). */
-void rest_locks_pass(struct enforcer *e)
+ * every lock (rest_release_all). 0, or the error said. */
+static int rest_locks_pass(struct enforcer *e)
 {
 	int n;
 
 	if (!e->rest_iter)
-		return;
+		return -ENOENT;
 	n = netns_iter_each(bpf_link__fd(e->rest_iter), netns_iter_drain, NULL);
 	if (n)
 		log_warn("enforcement: rest locks' pass failed: %s", strerror(-n));
+	return n;
 }
 
 /* A rest-locked socket in network namespace @netns asked to grow. */
@@ -281,8 +282,13 @@ bool rest_prepare(struct enforcer *e, bool *rests)
 	rest_tops_prune(e);
 	if (!some)
 		return false;
-	/* Sockets counted since the last pass get their lock. */
-	rest_locks_pass(e);
+	/* Sockets counted since the last pass get their lock; without it,
+	 * nothing rests. */
+	if (rest_locks_pass(e)) {
+		for (size_t i = 0; i < e->n_tops; i++)
+			rests[i] = false;
+		return false;
+	}
 	if (!e->resting || changed)
 		crowd_pass(e);
 	return true;

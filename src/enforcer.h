@@ -140,7 +140,6 @@ void rest_note(struct enforcer *e);
 void rest_late(uint64_t asked_ns);
 bool rest_begin(struct enforcer *e);
 bool rest_prepare(struct enforcer *e, bool *rests);
-void rest_locks_pass(struct enforcer *e);
 void rest_raise_note(struct enforcer *e, uint64_t netns);
 void rest_raise_pass(struct enforcer *e);
 void rest_end(struct enforcer *e, size_t resting);
