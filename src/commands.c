@@ -162,6 +162,8 @@ static int cmd_status(struct daemon *d, const struct request *req, const struct 
 	}
 	status_filter(&rows, filters, n);
 	rows_as_seen(&rows, &s);
+	for (i = 0; d->enforce && i < rows.n; i++)
+		rows.rows[i].ingress = enforce_ingress_of(d->enforce, rows.rows[i].id);
 	if (req->json)
 		status_print_json(out, &rows, tcpbuf_mode_name(loader_mode(d->bpf)),
 				  loader_count_sock_charges(d->bpf, s.admin));

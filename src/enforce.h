@@ -36,6 +36,15 @@ struct enforce_cgroup {
 int enforce_start(const struct enforce_opts *opts, struct enforcer **out);
 void enforce_close(struct enforcer *e);
 
+/* What checks the incoming segments of topmost limited cgroup @id. */
+enum enforce_ingress {
+	ENFORCE_INGRESS_NONE,		/* not a topmost limited cgroup */
+	ENFORCE_INGRESS_OFF,		/* none: its limits are far */
+	ENFORCE_INGRESS_LINKED,		/* cgroup_skb/ingress */
+	ENFORCE_INGRESS_RESTING,	/* none, its sockets bounded (IngressRest=) */
+};
+enum enforce_ingress enforce_ingress_of(const struct enforcer *e, uint64_t id);
+
 /* IngressRest= changed (a reload): ingress rests, or no longer, from now. */
 void enforce_set_rest(struct enforcer *e, enum ingress_rest rest);
 

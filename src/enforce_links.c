@@ -114,7 +114,7 @@ static size_t ingress_index(const struct enforcer *e, uint64_t id)
 	return lo;
 }
 
-static struct ingress_link *ingress_find(struct enforcer *e, uint64_t id)
+static struct ingress_link *ingress_find(const struct enforcer *e, uint64_t id)
 {
 	size_t i = ingress_index(e, id);
 
@@ -392,6 +392,19 @@ int ingress_sync(struct enforcer *e)
 	free(rests);
 	rest_end(e, resting);
 	return err;
+}
+
+enum enforce_ingress enforce_ingress_of(const struct enforcer *e, uint64_t id)
+{
+	__u8 v;
+
+	if (top_index(e, id) < 0)
+		return ENFORCE_INGRESS_NONE;
+	if (ingress_find(e, id))
+		return ENFORCE_INGRESS_LINKED;
+	if (e->resting && !bpf_map_lookup_elem(bpf_map__fd(e->skel->maps.rest_tops), &id, &v))
+		return ENFORCE_INGRESS_RESTING;
+	return ENFORCE_INGRESS_OFF;
 }
 
 /* ---------------------------------------------------------- near, far */

@@ -227,6 +227,9 @@ void status_print_json(FILE *f, const struct status_rows *rows, const char *mode
 			   ", \"pressure_events\": %llu",
 			tcpbuf_state_name(r->usage.state), (unsigned long long)r->usage.failcnt,
 			r->usage.established.syn_drops, (unsigned long long)r->usage.pressure_events);
+		if (r->ingress != ENFORCE_INGRESS_NONE)
+			fprintf(f, ", \"ingress\": \"%s\"", r->ingress == ENFORCE_INGRESS_LINKED ? "linked"
+				: r->ingress == ENFORCE_INGRESS_RESTING ? "at rest" : "off");
 		/* The kernel's own count of its throttling, beside failcnt. */
 		if (r->sock_throttled >= 0)
 			fprintf(f, ", \"sock_throttled\": %lld}", (long long)r->sock_throttled);

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdint.h>
 #include "cgroups.h"
+#include "enforce.h"
 #include "tcpbuf_maps.h"
 
 struct status_row {
@@ -18,6 +19,7 @@ struct status_row {
 	struct cgroup_usage usage;
 	struct cgroup_limits limits;
 	int64_t sock_throttled;		/* memory.events sock_throttled of a limited cgroup; -1: none */
+	enum enforce_ingress ingress;	/* set by the caller (enforce_ingress_of()) */
 };
 
 struct status_rows {

@@ -49,21 +49,6 @@ static int largest_rcvbuf(const struct skmem_sock *s, void *arg)
 	return 0;
 }
 
-/* Until @cg's ingress has rested for @ms without a break: ms waited, or -1. */
-static int rest_steady(const char *cg, int ms, int timeout_ms)
-{
-	int waited = 0, still = 0;
-
-	while (still < ms) {
-		if (waited >= timeout_ms)
-			return -1;
-		still = ingress_resting(cg) ? still + 10 : 0;
-		msleep(10);
-		waited += 10;
-	}
-	return waited;
-}
-
 int main(void)
 {
 	long rmem_max = sysctl_field("/proc/sys/net/core/rmem_max", 0);
@@ -131,7 +116,7 @@ int main(void)
 		 CYCLES, runs);
 	EXPECT_LT(runs, 8 * 2 * DECOYS);
 	/* The closes' own wakes come and go first. */
-	waited = rest_steady(c, 1500, 20000);
+	waited = ingress_rest_steady(c, 1500, 20000);
 	test_log("then at rest for 1.5 s after %d ms", waited);
 	ASSERT_TRUE(waited >= 0);
 

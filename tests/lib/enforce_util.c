@@ -1072,6 +1072,20 @@ int ingress_resting(const char *cg)
 	return !link_pinned(name) && ctl.ingress_rests;
 }
 
+int ingress_rest_steady(const char *cg, int ms, int timeout_ms)
+{
+	int waited = 0, still = 0;
+
+	while (still < ms) {
+		if (waited >= timeout_ms)
+			return -1;
+		still = ingress_resting(cg) ? still + 10 : 0;
+		msleep(10);
+		waited += 10;
+	}
+	return waited;
+}
+
 int ingress_rest_wait(const char *cg, int want, int timeout_ms)
 {
 	int waited = 0;

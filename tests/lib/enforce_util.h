@@ -220,5 +220,9 @@ int ingress_resting(const char *cg);
 /* Wait until ingress_resting(@cg) is @want: the ms waited, or -1 after
  * @timeout_ms. */
 int ingress_rest_wait(const char *cg, int want, int timeout_ms);
+/* Wait until @cg's ingress has rested @ms without a break (the wakes of
+ * sockets just counted or closed come and go first): the ms waited, or -1
+ * after @timeout_ms. */
+int ingress_rest_steady(const char *cg, int ms, int timeout_ms);
 
 #endif /* TCPBUF_TEST_ENFORCE_UTIL_H */
