@@ -37,7 +37,7 @@
  * REST_QUIET_MAX_MS, so connections that come just too far apart for it
  * do not make those passes all the time; a rest that lasted resets it. */
 #define REST_QUIET_MS		250
-#define REST_QUIET_MAX_MS	8000
+#define REST_QUIET_MAX_MS	2000
 #define REST_SHORT_MS		2000
 #define REST_LATE_MS		1000
 
@@ -282,9 +282,10 @@ bool rest_prepare(struct enforcer *e, bool *rests)
 	rest_tops_prune(e);
 	if (!some)
 		return false;
-	/* Sockets counted since the last pass get their lock; without it,
-	 * nothing rests. */
-	if (rest_locks_pass(e)) {
+	/* The tops' sockets get their locks as a rest begins or a top joins
+	 * it: while one lasts, a socket counted wakes the daemon, which ends
+	 * it. Without them, nothing rests. */
+	if ((!e->resting || changed) && rest_locks_pass(e)) {
 		for (size_t i = 0; i < e->n_tops; i++)
 			rests[i] = false;
 		return false;

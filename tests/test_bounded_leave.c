@@ -162,7 +162,7 @@ static void pair_counted(int *c, int *s, const char *what, int wide, bool bounde
 	else
 		EXPECT_TRUE(!(d & TCPBUF_DORMANT_BOUNDED));
 	if (at_rest && bounded) {
-		int waited = ingress_rest_wait(cg, 1, 3000);
+		int waited = ingress_rest_wait(cg, 1, 5000);
 
 		test_log("%s: ingress at rest after %d ms", what, waited);
 		EXPECT_GE(waited, 0);

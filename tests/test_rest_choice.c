@@ -82,17 +82,16 @@ static int connect_into(const char *cg, const char *client_cg, int *s)
 	return c;
 }
 
-/* `status --json`'s "ingress" of @cg ("" if none). */
-static const char *ingress_shown(const char *cg)
+/* After a release (reload to no, clean stop, a start after SIGKILL): each
+ * of @fds' rest locks raised to twice rmem_max, and @cg's ingress linked. */
+static void expect_released(const char *what, const int *fds, int n, const char *cg, long rmem_max)
 {
-	static char v[16];
-	char *out = NULL;
-
-	v[0] = 0;
-	if (!ctl(&out, "status --json"))
-		json_cgroup_string(out, cg, "ingress", v, sizeof(v));
-	free(out);
-	return v;
+	for (int i = 0; i < n; i++) {
+		test_log("%s: rcvbuf %d", what, sockopt(fds[i], SO_RCVBUF));
+		EXPECT_EQ(sockopt(fds[i], SO_RCVBUF), 2 * rmem_max);
+	}
+	test_log("%s: ingress %s", what, ingress_resting(cg) ? "at rest" : "linked");
+	EXPECT_FALSE(ingress_resting(cg));
 }
 
 static void start_with(const char *choice)
@@ -123,12 +122,8 @@ int main(void)
 	start_with(NULL);
 	if (strcmp(daemon_mode(), "sampled"))
 		SKIP("%s mode: ingress rests in sampled mode only", daemon_mode());
-	two = cg_create("two");
-	one = cg_create("one");
-	limits_write(two, limit, 0, 0, 0);
-	limits_write(one, limit, 0, 0, 0);
-	ASSERT_OK(daemon_reload_until(two, limit, 5000));
-	ASSERT_OK(daemon_reload_until(one, limit, 5000));
+	two = cg_limited("two", limit);
+	one = cg_limited("one", limit);
 	c2 = connect_into(two, two, &s2);
 	c1 = connect_into(one, NULL, &s1);
 	l2 = listener_in(two, &a, 1);
@@ -146,10 +141,10 @@ int main(void)
 	EXPECT_FALSE(locked(s1));
 	EXPECT_EQ(mss_of(l2), TCPBUF_CROWD_MSS);
 	EXPECT_NE(mss_of(l1), TCPBUF_CROWD_MSS);
-	test_log("status: \"two\" ingress \"%s\"", ingress_shown(two));
-	EXPECT_TRUE(!strcmp(ingress_shown(two), "at rest"));
-	test_log("status: \"one\" ingress \"%s\"", ingress_shown(one));
-	EXPECT_TRUE(!strcmp(ingress_shown(one), "linked"));
+	test_log("status: \"two\" ingress \"%s\"", status_string(two, "ingress"));
+	EXPECT_TRUE(!strcmp(status_string(two, "ingress"), "at rest"));
+	test_log("status: \"one\" ingress \"%s\"", status_string(one, "ingress"));
+	EXPECT_TRUE(!strcmp(status_string(one, "ingress"), "linked"));
 
 	/* 2. */
 	enforce_ingress_rest = "yes";
@@ -171,14 +166,9 @@ int main(void)
 					   sockopt(s1, SO_RCVBUF) != 2 * rmem_max ||
 					   sockopt(c2, SO_RCVBUF) != 2 * rmem_max); waited += 10)
 		msleep(10);
-	test_log("IngressRest=no after %d ms: rcvbuf %d %d %d, ingress %s %s", waited,
-		 sockopt(c2, SO_RCVBUF), sockopt(s2, SO_RCVBUF), sockopt(s1, SO_RCVBUF),
-		 ingress_resting(two) ? "at rest" : "linked", ingress_resting(one) ? "at rest" : "linked");
-	EXPECT_EQ(sockopt(c2, SO_RCVBUF), 2 * rmem_max);
-	EXPECT_EQ(sockopt(s2, SO_RCVBUF), 2 * rmem_max);
-	EXPECT_EQ(sockopt(s1, SO_RCVBUF), 2 * rmem_max);
-	EXPECT_FALSE(ingress_resting(two));
-	EXPECT_FALSE(ingress_resting(one));
+	test_log("IngressRest=no: %d ms", waited);
+	expect_released("IngressRest=no, \"two\"", (int[]){ c2, s2 }, 2, two, rmem_max);
+	expect_released("IngressRest=no, \"one\"", (int[]){ s1 }, 1, one, rmem_max);
 	close(c2);
 	close(s2);
 	close(c1);
@@ -199,11 +189,7 @@ int main(void)
 	EXPECT_TRUE(locked(c2) && locked(s2));
 	EXPECT_LT(sockopt(s2, SO_RCVBUF), 2 * rmem_max);
 	ASSERT_EQ(daemon_stop(), 0);
-	test_log("clean stop: rcvbuf %d %d, ingress %s", sockopt(c2, SO_RCVBUF),
-		 sockopt(s2, SO_RCVBUF), ingress_resting(two) ? "at rest" : "linked");
-	EXPECT_EQ(sockopt(c2, SO_RCVBUF), 2 * rmem_max);
-	EXPECT_EQ(sockopt(s2, SO_RCVBUF), 2 * rmem_max);
-	EXPECT_FALSE(ingress_resting(two));
+	expect_released("clean stop", (int[]){ c2, s2 }, 2, two, rmem_max);
 	close(c2);
 	close(s2);
 
@@ -221,11 +207,7 @@ int main(void)
 	EXPECT_LT(sockopt(s2, SO_RCVBUF), 2 * rmem_max);
 	start_with("no");
 	msleep(1500);
-	test_log("IngressRest=no after it: rcvbuf %d %d, \"two\" %s", sockopt(c2, SO_RCVBUF),
-		 sockopt(s2, SO_RCVBUF), ingress_resting(two) ? "at rest" : "linked");
-	EXPECT_EQ(sockopt(c2, SO_RCVBUF), 2 * rmem_max);
-	EXPECT_EQ(sockopt(s2, SO_RCVBUF), 2 * rmem_max);
-	EXPECT_FALSE(ingress_resting(two));
+	expect_released("IngressRest=no after it", (int[]){ c2, s2 }, 2, two, rmem_max);
 	close(c2);
 	close(s2);
 	limits_remove(two);

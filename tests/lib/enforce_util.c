@@ -751,16 +751,21 @@ int64_t status_field(const char *path, const char *key)
 	return status_field_in("", path, key);
 }
 
-const char *status_state(const char *path)
+const char *status_string(const char *path, const char *key)
 {
-	static char state[16];
+	static char v[32];
 	char *out = NULL;
 
-	state[0] = 0;
+	v[0] = 0;
 	if (!ctl(&out, "status --json"))
-		json_cgroup_string(out, path, "state", state, sizeof(state));
+		json_cgroup_string(out, path, key, v, sizeof(v));
 	free(out);
-	return state;
+	return v;
+}
+
+const char *status_state(const char *path)
+{
+	return status_string(path, "state");
 }
 
 int wait_state(const char *path, const char *want, int timeout_ms)
@@ -786,6 +791,15 @@ int64_t wait_field(const char *path, const char *key, int64_t want, int timeout_
 		msleep(50);
 	}
 	return v;
+}
+
+const char *cg_limited(const char *rel, int64_t limit)
+{
+	const char *cg = cg_create(rel);
+
+	limits_write(cg, limit, 0, 0, 0);
+	ASSERT_OK(daemon_reload_until(cg, limit, 5000));
+	return cg;
 }
 
 int daemon_reload_until(const char *path, int64_t limit_pages, int timeout_ms)

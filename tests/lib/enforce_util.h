@@ -122,6 +122,9 @@ int under_emulation(void);
  * enforce_config() names that directory; reload with SIGHUP.
  */
 void limits_write(const char *path, int64_t limit, int64_t max, int64_t pressure, int64_t min);
+/* cg_create(@rel) with Limit=@limit pages, the running daemon reloaded
+ * until it holds it (the test fails otherwise): the cgroup's path. */
+const char *cg_limited(const char *rel, int64_t limit);
 /* B, the most one socket can hold (tcpbuf_near_next(), as the daemon computes
  * it from the sysctls), in pages: a limited cgroup is near from the point where
  * its sockets times B reach half its pressure (or max) threshold. */
@@ -173,6 +176,9 @@ int daemon_reload_until(const char *path, int64_t limit_pages, int timeout_ms);
 int64_t status_field(const char *path, const char *key);
 /* The same from `status --json @filter` (cgroup arguments). */
 int64_t status_field_in(const char *filter, const char *path, const char *key);
+/* A string field of @path's row in `status --json` ("" if absent; a static
+ * buffer, overwritten by the next call). */
+const char *status_string(const char *path, const char *key);
 /* The state string ("normal", "pressure", "max") or "" if absent. */
 const char *status_state(const char *path);
 /* Wait until the state is want (poll every 10 ms). 0 or -1 on timeout. */
